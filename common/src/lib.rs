@@ -1,0 +1,4 @@
+//! StarPEP-WG shared library: the pure cores of both endpoints and their thin I/O layer.
+//!
+//! Pure modules take inputs and a clock and return decisions; they never touch sockets.
+//! `io` owns every system call (TUN, UDP, routes, nftables), `unsafe` only in `io::sys`.

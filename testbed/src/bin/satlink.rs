@@ -1,0 +1,2 @@
+//! satlink: the trace-driven satellite link emulator CLI (runs in the `sat` namespace).
+fn main() {}

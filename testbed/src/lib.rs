@@ -1,0 +1,4 @@
+//! StarPEP-WG test bed: the satlink emulator (pure link model + AF_PACKET pump), the
+//! namespace topology used by every netns test and benchmark, and the measurement tools.
+
+

@@ -1,0 +1,1 @@
+//! Shared harness for the netns integration tests: locating the built binaries, topology guards.
