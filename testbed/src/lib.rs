@@ -1,4 +1,7 @@
 //! StarPEP-WG test bed: the satlink emulator (pure link model + AF_PACKET pump), the
 //! namespace topology used by every netns test and benchmark, and the measurement tools.
 
-
+pub mod emu;
+pub mod link;
+pub mod tools;
+pub mod topo;

@@ -1,0 +1,1 @@
+//! I/O layer: TUN, UDP sockets, routes, nftables and socket options (the only place with syscalls).

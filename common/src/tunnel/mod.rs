@@ -1,0 +1,1 @@
+//! Tunnel state (pure): peers around boringtun `Tunn`, cryptokey routing (AllowedIPs).

@@ -1,0 +1,1 @@
+//! Measurement tools run on the end hosts (owd-bulk, ...).

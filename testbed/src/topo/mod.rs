@@ -1,0 +1,1 @@
+//! Namespace topology `pc — box — [sat] — pop — srv`: create, exec, guaranteed cleanup.
