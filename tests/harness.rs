@@ -1,1 +1,61 @@
-//! Shared harness for the netns integration tests: locating the built binaries, topology guards.
+//! Shared harness for the netns integration tests: built binaries, root check, payload helpers.
+
+use std::path::PathBuf;
+
+pub use starpep_testbed::topo::{addr, Node, Proc, TopoSpec, Topology, Wan};
+
+/// Path of a workspace binary in the same profile directory as the running test
+/// (`target/<profile>/NAME`). `scripts/test.sh` builds them before the tests run.
+pub fn bin_path(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test>-<hash> -> target/<profile>/
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("test binary lives in target/<profile>/deps");
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} not built: run `cargo build --workspace --bins` with the same profile first (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// Netns tests need root. They are NOT skipped silently: without root they fail, unless
+/// `STARPEP_SKIP_NETNS=1` is set explicitly (then they print a skip line and pass).
+pub fn require_root() -> bool {
+    if nix_is_root() {
+        return true;
+    }
+    if std::env::var_os("STARPEP_SKIP_NETNS").is_some() {
+        eprintln!("skipping netns test: not root and STARPEP_SKIP_NETNS is set");
+        return false;
+    }
+    panic!("netns tests need root (set STARPEP_SKIP_NETNS=1 to skip them explicitly)");
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Deterministic pseudo-random payload of `len` bytes (seeded), for sha256-checked transfers.
+pub fn payload(len: usize, seed: u64) -> Vec<u8> {
+    use rand::{RngCore, SeedableRng};
+    let mut v = vec![0u8; len];
+    rand::rngs::StdRng::seed_from_u64(seed).fill_bytes(&mut v);
+    v
+}
+
+/// Hex sha256 of `data`.
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(data))
+}

@@ -1,1 +1,496 @@
 //! Namespace topology `pc — box — [sat] — pop — srv`: create, exec, guaranteed cleanup.
+//!
+//! Every netns test and benchmark builds its own [`Topology`]: namespaces get a unique prefix
+//! (`sp<pid>x<n>-`), everything started inside them is killed and the namespaces are deleted on
+//! drop, on panic (unwinding drops) and on SIGINT/SIGTERM (a signal thread cleans up and exits).
+//! Namespaces left by a process that died without cleanup (SIGKILL) are swept by the next build.
+
+pub mod addr;
+pub mod netns;
+mod proc;
+
+pub use proc::Proc;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, Once};
+
+use addr::*;
+
+/// Errors of the topology layer; each names the command or step that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TopoError {
+    #[error("{what}: exit {status:?}: {stderr}")]
+    Failed {
+        what: String,
+        status: Option<i32>,
+        stderr: String,
+    },
+    #[error("{what}: {source}")]
+    Spawn {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("node {0:?} is not part of this topology")]
+    NoSuchNode(Node),
+}
+
+/// The hosts of the standard topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// The user's PC behind the box.
+    Pc,
+    /// The customer terminal box (client endpoint, box-side PEP).
+    Box,
+    /// The satellite link: satlink runs here (only with [`Wan::Satlink`]).
+    Sat,
+    /// The operator's POP (POP endpoint, POP-side PEP).
+    Pop,
+    /// A server on the Internet side of the POP.
+    Srv,
+}
+
+impl Node {
+    pub const ALL: [Node; 5] = [Node::Pc, Node::Box, Node::Sat, Node::Pop, Node::Srv];
+
+    pub fn short(self) -> &'static str {
+        match self {
+            Node::Pc => "pc",
+            Node::Box => "box",
+            Node::Sat => "sat",
+            Node::Pop => "pop",
+            Node::Srv => "srv",
+        }
+    }
+}
+
+/// How box and POP are joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wan {
+    /// A bare veth `box wan0 <-> pop wan0` (no emulation).
+    Direct,
+    /// `box wan0 <-> sat box0 | sat pop0 <-> pop wan0`: a middle namespace with no addresses
+    /// and IPv6 off, where satlink moves frames ([`Topology::spawn_satlink`]). Offloads are off
+    /// on all four interfaces so frames are real MTU-sized packets.
+    Satlink,
+}
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct TopoSpec {
+    pub wan: Wan,
+    /// Routes over the WAN between the two LANs (box → 10.2.0.0/24, pop → 10.1.0.0/24, and
+    /// the IPv6 pair), for setups without a VPN. Leave off when the tunnel adds its own routes.
+    pub plain_routes: bool,
+}
+
+impl TopoSpec {
+    pub fn direct() -> TopoSpec {
+        TopoSpec {
+            wan: Wan::Direct,
+            plain_routes: false,
+        }
+    }
+
+    pub fn satlink() -> TopoSpec {
+        TopoSpec {
+            wan: Wan::Satlink,
+            plain_routes: false,
+        }
+    }
+
+    pub fn with_plain_routes(mut self) -> TopoSpec {
+        self.plain_routes = true;
+        self
+    }
+}
+
+/// Namespaces alive in this process, cleaned by the signal thread on SIGINT/SIGTERM.
+static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+static SIGNALS: Once = Once::new();
+
+/// A built topology. Dropping it kills its processes and deletes its namespaces and tmpdir.
+pub struct Topology {
+    prefix: String,
+    spec: TopoSpec,
+    tmpdir: PathBuf,
+    keep_tmpdir: bool,
+}
+
+impl Topology {
+    /// Builds the namespaces, links, addresses and routes of `spec`. On any failure what was
+    /// already created is removed before the error is returned.
+    pub fn build(spec: TopoSpec) -> Result<Topology, TopoError> {
+        install_signal_cleanup();
+        sweep_stale();
+        let prefix = format!(
+            "sp{}x{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let tmpdir = std::env::temp_dir().join(format!("starpep-{prefix}"));
+        std::fs::create_dir_all(&tmpdir).map_err(|e| TopoError::Io {
+            what: format!("create {}", tmpdir.display()),
+            source: e,
+        })?;
+        let topo = Topology {
+            prefix,
+            spec,
+            tmpdir,
+            keep_tmpdir: std::env::var_os("STARPEP_KEEP_TMP").is_some(),
+        };
+        topo.setup()?; // on error `topo` drops here and cleans up
+        Ok(topo)
+    }
+
+    /// The unique prefix of this topology's namespaces.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    pub fn spec(&self) -> &TopoSpec {
+        &self.spec
+    }
+
+    /// Whether `node` exists in this topology (`Sat` only with [`Wan::Satlink`]).
+    pub fn has(&self, node: Node) -> bool {
+        node != Node::Sat || self.spec.wan == Wan::Satlink
+    }
+
+    /// The namespace name of `node` (usable with `ip netns exec`).
+    pub fn ns(&self, node: Node) -> String {
+        format!("{}-{}", self.prefix, node.short())
+    }
+
+    /// A scratch directory for configs, logs and captures; removed on drop unless the
+    /// environment has `STARPEP_KEEP_TMP` set.
+    pub fn tmpdir(&self) -> &Path {
+        &self.tmpdir
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = Node> + '_ {
+        Node::ALL.into_iter().filter(|n| self.has(*n))
+    }
+
+    /// Runs a command inside `node` and returns its output, whatever its exit status.
+    pub fn exec<S: AsRef<OsStr>>(&self, node: Node, args: &[S]) -> Result<Output, TopoError> {
+        self.require(node)?;
+        netns::command(&self.ns(node), args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| TopoError::Spawn {
+                what: netns::render(node.short(), args),
+                source: e,
+            })
+    }
+
+    /// Runs a command inside `node`; its stdout, or an error with its stderr if it failed.
+    pub fn run_ok<S: AsRef<OsStr>>(&self, node: Node, args: &[S]) -> Result<String, TopoError> {
+        let out = self.exec(node, args)?;
+        netns::check(netns::render(node.short(), args), out)
+    }
+
+    /// Runs a shell script (`sh -c`) inside `node`; its stdout or an error with its stderr.
+    pub fn sh(&self, node: Node, script: &str) -> Result<String, TopoError> {
+        self.run_ok(node, &["sh", "-c", script])
+    }
+
+    /// Starts a long-running process inside `node`; its output goes to `tmpdir/<label>.log`.
+    /// It is stopped when the returned [`Proc`] drops, and killed at the latest when the
+    /// topology drops.
+    pub fn spawn<S: AsRef<OsStr>>(
+        &self,
+        node: Node,
+        label: &str,
+        args: &[S],
+    ) -> Result<Proc, TopoError> {
+        self.require(node)?;
+        let log = self.tmpdir.join(format!("{label}.log"));
+        Proc::start(label, netns::command(&self.ns(node), args), log)
+    }
+
+    /// Starts `satlink run` in the `sat` namespace with `profile` (left = toward the POP, so the
+    /// profile's downlink is POP → box). `extra` is appended (e.g. `--seed 7`,
+    /// `--stats-json FILE`).
+    pub fn spawn_satlink(
+        &self,
+        satlink_bin: &Path,
+        profile: &Path,
+        extra: &[&str],
+    ) -> Result<Proc, TopoError> {
+        let mut args: Vec<&OsStr> = vec![
+            satlink_bin.as_os_str(),
+            OsStr::new("run"),
+            OsStr::new("--profile"),
+            profile.as_os_str(),
+            OsStr::new("--left"),
+            OsStr::new(SAT_POP_IF),
+            OsStr::new("--right"),
+            OsStr::new(SAT_BOX_IF),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        self.spawn(Node::Sat, "satlink", &args)
+    }
+
+    fn require(&self, node: Node) -> Result<(), TopoError> {
+        if self.has(node) {
+            Ok(())
+        } else {
+            Err(TopoError::NoSuchNode(node))
+        }
+    }
+
+    fn setup(&self) -> Result<(), TopoError> {
+        for node in self.nodes().collect::<Vec<_>>() {
+            let ns = self.ns(node);
+            LIVE.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(ns.clone());
+            netns::add(&ns)?;
+            self.ip(node, &["link", "set", "lo", "up"])?;
+            if node != Node::Sat {
+                // No duplicate address detection: link-local addresses are usable at once,
+                // so IPv6 works from the first packet instead of after ~1 s of DAD.
+                self.sysctl(
+                    node,
+                    &[
+                        "net.ipv6.conf.all.accept_dad=0",
+                        "net.ipv6.conf.default.accept_dad=0",
+                    ],
+                )?;
+            }
+        }
+        let (pc, bx, pop, srv) = (Node::Pc, Node::Box, Node::Pop, Node::Srv);
+        self.veth(pc, LAN_IF, bx, LAN_IF)?;
+        self.veth(srv, LAN_IF, pop, LAN_IF)?;
+        match self.spec.wan {
+            Wan::Direct => self.veth(bx, WAN_IF, pop, WAN_IF)?,
+            Wan::Satlink => {
+                // IPv6 off first so the new interfaces never get link-local addresses.
+                self.sysctl(
+                    Node::Sat,
+                    &[
+                        "net.ipv6.conf.all.disable_ipv6=1",
+                        "net.ipv6.conf.default.disable_ipv6=1",
+                    ],
+                )?;
+                self.veth(bx, WAN_IF, Node::Sat, SAT_BOX_IF)?;
+                self.veth(pop, WAN_IF, Node::Sat, SAT_POP_IF)?;
+                for (n, i) in [(bx, WAN_IF), (pop, WAN_IF)] {
+                    self.ethtool(
+                        n,
+                        i,
+                        &["tx", "off", "tso", "off", "gso", "off", "gro", "off"],
+                    )?;
+                }
+                for i in [SAT_BOX_IF, SAT_POP_IF] {
+                    self.ethtool(Node::Sat, i, &["gro", "off", "tso", "off", "gso", "off"])?;
+                }
+            }
+        }
+        let addrs: [(Node, &str, String, String); 6] = [
+            (pc, LAN_IF, format!("{PC_LAN}/24"), format!("{PC_LAN6}/64")),
+            (
+                bx,
+                LAN_IF,
+                format!("{BOX_LAN}/24"),
+                format!("{BOX_LAN6}/64"),
+            ),
+            (
+                bx,
+                WAN_IF,
+                format!("{BOX_WAN}/24"),
+                format!("{BOX_WAN6}/64"),
+            ),
+            (
+                pop,
+                WAN_IF,
+                format!("{POP_WAN}/24"),
+                format!("{POP_WAN6}/64"),
+            ),
+            (
+                pop,
+                LAN_IF,
+                format!("{POP_LAN}/24"),
+                format!("{POP_LAN6}/64"),
+            ),
+            (srv, LAN_IF, format!("{SRV}/24"), format!("{SRV6}/64")),
+        ];
+        for (node, ifname, v4, v6) in &addrs {
+            self.ip(*node, &["addr", "add", v4, "dev", ifname])?;
+            self.ip(*node, &["-6", "addr", "add", v6, "dev", ifname, "nodad"])?;
+        }
+        for node in [bx, pop] {
+            self.sysctl(
+                node,
+                &[
+                    "net.ipv4.ip_forward=1",
+                    "net.ipv6.conf.all.forwarding=1",
+                    "net.ipv4.conf.all.rp_filter=0",
+                    "net.ipv4.conf.default.rp_filter=0",
+                ],
+            )?;
+        }
+        self.ip(
+            pc,
+            &["route", "add", "default", "via", &BOX_LAN.to_string()],
+        )?;
+        self.ip(
+            pc,
+            &[
+                "-6",
+                "route",
+                "add",
+                "default",
+                "via",
+                &BOX_LAN6.to_string(),
+            ],
+        )?;
+        self.ip(
+            srv,
+            &["route", "add", "default", "via", &POP_LAN.to_string()],
+        )?;
+        self.ip(
+            srv,
+            &[
+                "-6",
+                "route",
+                "add",
+                "default",
+                "via",
+                &POP_LAN6.to_string(),
+            ],
+        )?;
+        if self.spec.plain_routes {
+            self.ip(bx, &["route", "add", SRV_NET, "via", &POP_WAN.to_string()])?;
+            self.ip(
+                bx,
+                &["-6", "route", "add", SRV_NET6, "via", &POP_WAN6.to_string()],
+            )?;
+            self.ip(pop, &["route", "add", PC_NET, "via", &BOX_WAN.to_string()])?;
+            self.ip(
+                pop,
+                &["-6", "route", "add", PC_NET6, "via", &BOX_WAN6.to_string()],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `ip -n NS ARGS`.
+    pub fn ip(&self, node: Node, args: &[&str]) -> Result<(), TopoError> {
+        self.require(node)?;
+        let ns = self.ns(node);
+        let mut full = vec!["-n", ns.as_str()];
+        full.extend_from_slice(args);
+        netns::ip(&full)
+    }
+
+    /// Sets sysctls (`key=value`) inside `node`.
+    pub fn sysctl(&self, node: Node, settings: &[&str]) -> Result<(), TopoError> {
+        let mut args = vec!["sysctl", "-q", "-w"];
+        args.extend_from_slice(settings);
+        self.run_ok(node, &args).map(|_| ())
+    }
+
+    /// `ethtool -K IFACE FEATURES...` inside `node`.
+    pub fn ethtool(&self, node: Node, ifname: &str, features: &[&str]) -> Result<(), TopoError> {
+        let mut args = vec!["ethtool", "-K", ifname];
+        args.extend_from_slice(features);
+        self.run_ok(node, &args).map(|_| ())
+    }
+
+    /// A veth pair created directly inside the two namespaces (nothing in the root namespace,
+    /// so equal names in different namespaces never collide), both ends up.
+    fn veth(&self, a: Node, a_if: &str, b: Node, b_if: &str) -> Result<(), TopoError> {
+        let ns_b = self.ns(b);
+        self.ip(
+            a,
+            &[
+                "link", "add", a_if, "type", "veth", "peer", "name", b_if, "netns", &ns_b,
+            ],
+        )?;
+        self.ip(a, &["link", "set", a_if, "up"])?;
+        self.ip(b, &["link", "set", b_if, "up"])
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        for node in self.nodes().collect::<Vec<_>>() {
+            let ns = self.ns(node);
+            netns::delete(&ns);
+            LIVE.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|n| n != &ns);
+        }
+        if !self.keep_tmpdir {
+            let _ = std::fs::remove_dir_all(&self.tmpdir);
+        }
+    }
+}
+
+/// On SIGINT/SIGTERM/SIGHUP: delete every live namespace of this process, then exit 130.
+fn install_signal_cleanup() {
+    SIGNALS.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let live: Vec<String> = LIVE.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                for ns in live {
+                    netns::delete(&ns);
+                }
+                std::process::exit(128 + sig);
+            }
+        });
+    });
+}
+
+/// Deletes namespaces named `sp<pid>x<n>-*` whose creating process no longer exists.
+pub fn sweep_stale() {
+    for ns in netns::list() {
+        if let Some(pid) = owner_pid(&ns) {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                netns::delete(&ns);
+            }
+        }
+    }
+}
+
+fn owner_pid(ns: &str) -> Option<u32> {
+    let rest = ns.strip_prefix("sp")?;
+    let (pid, rest) = rest.split_once('x')?;
+    let (n, _node) = rest.split_once('-')?;
+    n.parse::<u32>().ok()?;
+    pid.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_pid_parses_only_our_names() {
+        assert_eq!(owner_pid("sp1234x0-pc"), Some(1234));
+        assert_eq!(owner_pid("sp1234x12-sat"), Some(1234));
+        assert_eq!(owner_pid("spare-ns"), None);
+        assert_eq!(owner_pid("sp12x-pc"), None);
+        assert_eq!(owner_pid("other"), None);
+    }
+
+    #[test]
+    fn node_names_are_distinct() {
+        let names: std::collections::HashSet<_> = Node::ALL.iter().map(|n| n.short()).collect();
+        assert_eq!(names.len(), Node::ALL.len());
+    }
+}
