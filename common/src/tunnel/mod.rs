@@ -1,1 +1,17 @@
-//! Tunnel state (pure): peers around boringtun `Tunn`, cryptokey routing (AllowedIPs).
+//! Tunnel state (pure): peers around boringtun `Tunn`, cryptokey routing (AllowedIPs), metrics.
+//!
+//! No sockets and no TUN here: the daemon's loops feed packets in and do the I/O the engine asks
+//! for, so the whole protocol path is unit-tested in memory (`tests.rs`).
+
+pub mod allowed_ips;
+pub mod engine;
+pub mod metrics;
+pub mod peer;
+
+#[cfg(test)]
+mod tests;
+
+pub use allowed_ips::AllowedIps;
+pub use engine::{Engine, EngineError, Inbound, Outbound, DATA_OVERHEAD, MIN_DST};
+pub use metrics::{InterfaceInfo, InterfaceMetrics, PeerMetrics};
+pub use peer::{PeerSpec, PeerStats};
