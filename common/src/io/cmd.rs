@@ -1,0 +1,84 @@
+//! Running system commands for interface setup (`ip`, `sysctl`, hook scripts), with errors that
+//! carry the command line and its stderr.
+
+use std::process::Command;
+
+use super::IoError;
+
+/// Runs `prog args...`; Ok(stdout) or an error naming the command, exit status and stderr.
+pub fn run(prog: &str, args: &[&str]) -> Result<String, IoError> {
+    let line = render(prog, args);
+    tracing::debug!("exec: {line}");
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| IoError::sys(format!("run `{line}`"), e))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(IoError::Command {
+            cmd: line,
+            status: out
+                .status
+                .code()
+                .map_or_else(|| "signal".to_string(), |c| c.to_string()),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// `ip ARGS...`.
+pub fn ip(args: &[&str]) -> Result<String, IoError> {
+    run("ip", args)
+}
+
+/// Runs a PreUp/PostUp/PreDown/PostDown hook with `sh -c`, `%i` replaced by the interface name
+/// (as wg-quick does).
+pub fn hook(script: &str, iface: &str) -> Result<(), IoError> {
+    let script = script.replace("%i", iface);
+    run("sh", &["-c", &script]).map(|_| ())
+}
+
+/// Sets a sysctl by writing `/proc/sys` (per network namespace for net.*).
+pub fn sysctl(key: &str, value: &str) -> Result<(), IoError> {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    std::fs::write(&path, value).map_err(|e| IoError::sys(format!("sysctl {key}={value}"), e))
+}
+
+fn render(prog: &str, args: &[&str]) -> String {
+    let mut s = prog.to_string();
+    for a in args {
+        s.push(' ');
+        if a.is_empty() || a.contains(char::is_whitespace) {
+            s.push_str(&format!("'{a}'"));
+        } else {
+            s.push_str(a);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_name_the_command_and_its_stderr() {
+        let e = run("sh", &["-c", "echo oops >&2; exit 3"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sh -c 'echo oops >&2; exit 3'"), "{e}");
+        assert!(e.contains("exit 3") && e.contains("oops"), "{e}");
+        assert_eq!(run("sh", &["-c", "echo hi"]).unwrap(), "hi\n");
+    }
+
+    #[test]
+    fn hooks_substitute_the_interface_name() {
+        let dir = std::env::temp_dir().join(format!("starpep-hook-{}", std::process::id()));
+        let f = dir.with_extension("out");
+        hook(&format!("echo %i > {}", f.display()), "box7").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "box7\n");
+        let _ = std::fs::remove_file(f);
+    }
+}

@@ -1,0 +1,155 @@
+//! Interface configuration like wg-quick: MTU, addresses, link up, AllowedIPs routes and the
+//! fwmark policy-routing trick for default routes. Every rule added is recorded and removed again.
+//!
+//! Routes go through the TUN device, so they disappear with it; the policy rules do not, which is
+//! what [`Applied`] undoes (on drop, also when a later step fails).
+
+use ipnet::IpNet;
+
+use super::cmd;
+use super::IoError;
+
+/// `Table =` of the config, as far as routing is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteTable {
+    /// Routes in `main`; a `/0` goes to table `fwmark` with wg-quick's two policy rules.
+    Auto,
+    /// No routes at all.
+    Off,
+    /// Every route, `/0` included, in this table; no rules.
+    Id(u32),
+}
+
+/// Default table and mark for the default-route trick (wg-quick's 51820).
+pub const DEFAULT_FWMARK: u32 = 51820;
+
+/// What to configure on a freshly created TUN interface.
+#[derive(Debug, Clone)]
+pub struct NetPlan {
+    pub iface: String,
+    pub addresses: Vec<IpNet>,
+    pub mtu: u16,
+    /// AllowedIPs of every peer (duplicates are ignored).
+    pub routes: Vec<IpNet>,
+    pub table: RouteTable,
+    /// Mark carried by our own UDP socket; used as table number for `/0` routes with
+    /// [`RouteTable::Auto`].
+    pub fwmark: u32,
+}
+
+impl NetPlan {
+    /// Whether the plan needs the fwmark trick (a `/0` route with `Table = auto`): the daemon
+    /// then marks its UDP socket with `fwmark` before binding.
+    pub fn needs_fwmark(&self) -> bool {
+        self.table == RouteTable::Auto && self.routes.iter().any(|n| n.prefix_len() == 0)
+    }
+}
+
+/// Undo list of a configured interface.
+pub struct Applied {
+    undo: Vec<Vec<String>>,
+}
+
+fn fam(net: &IpNet) -> &'static str {
+    match net {
+        IpNet::V4(_) => "-4",
+        IpNet::V6(_) => "-6",
+    }
+}
+
+impl Applied {
+    fn ip_undoable(&mut self, add: &[&str], del: &[&str]) -> Result<(), IoError> {
+        cmd::ip(add)?;
+        self.undo.push(del.iter().map(|s| s.to_string()).collect());
+        Ok(())
+    }
+
+    /// Removes what was added, newest first; failures are logged, not returned.
+    pub fn teardown(&mut self) {
+        while let Some(args) = self.undo.pop() {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            if let Err(e) = cmd::ip(&args) {
+                tracing::warn!("teardown: {e}");
+            }
+        }
+    }
+}
+
+impl Drop for Applied {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+/// Configures `plan.iface` (which must exist). On error, the rules already added are removed.
+pub fn apply(plan: &NetPlan) -> Result<Applied, IoError> {
+    let mut applied = Applied { undo: Vec::new() };
+    let dev = plan.iface.as_str();
+    let mtu = plan.mtu.to_string();
+    cmd::ip(&["link", "set", "dev", dev, "mtu", &mtu])?;
+    for a in &plan.addresses {
+        cmd::ip(&[fam(a), "address", "add", &a.to_string(), "dev", dev])?;
+    }
+    cmd::ip(&["link", "set", "dev", dev, "up"])?;
+    let mut routes: Vec<IpNet> = plan.routes.iter().map(|n| n.trunc()).collect();
+    routes.sort();
+    routes.dedup();
+    // Most specific last, as wg-quick sorts by prefix length.
+    routes.sort_by_key(|n| std::cmp::Reverse(n.prefix_len()));
+    for net in &routes {
+        add_route(&mut applied, plan, net)?;
+    }
+    Ok(applied)
+}
+
+fn add_route(applied: &mut Applied, plan: &NetPlan, net: &IpNet) -> Result<(), IoError> {
+    let dev = plan.iface.as_str();
+    let prefix = net.to_string();
+    let f = fam(net);
+    match plan.table {
+        RouteTable::Off => Ok(()),
+        RouteTable::Id(t) => {
+            let t = t.to_string();
+            cmd::ip(&[f, "route", "add", &prefix, "dev", dev, "table", &t]).map(|_| ())
+        }
+        RouteTable::Auto if net.prefix_len() == 0 => {
+            let t = plan.fwmark.to_string();
+            cmd::ip(&[f, "route", "add", &prefix, "dev", dev, "table", &t])?;
+            let not_mark = [f, "rule", "add", "not", "fwmark", &t, "table", &t];
+            let not_mark_del = [f, "rule", "del", "not", "fwmark", &t, "table", &t];
+            applied.ip_undoable(&not_mark, &not_mark_del)?;
+            let suppress = [
+                f,
+                "rule",
+                "add",
+                "table",
+                "main",
+                "suppress_prefixlength",
+                "0",
+            ];
+            let suppress_del = [
+                f,
+                "rule",
+                "del",
+                "table",
+                "main",
+                "suppress_prefixlength",
+                "0",
+            ];
+            applied.ip_undoable(&suppress, &suppress_del)?;
+            if f == "-4" {
+                // Replies to marked packets must pass reverse-path checks (as wg-quick does).
+                cmd::sysctl("net.ipv4.conf.all.src_valid_mark", "1")?;
+            }
+            Ok(())
+        }
+        RouteTable::Auto => {
+            // Skip prefixes an address route on the device already covers (wg-quick's check).
+            let covered = cmd::ip(&[f, "-o", "route", "show", "dev", dev, "match", &prefix])?;
+            if covered.trim().is_empty() {
+                cmd::ip(&[f, "route", "add", &prefix, "dev", dev])?;
+            }
+            Ok(())
+        }
+    }
+}
