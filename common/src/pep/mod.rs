@@ -1,1 +1,27 @@
 //! PEP cores (pure): flow table, per-direction relay state, bypass rules, buffer sizing.
+//!
+//! Nothing here touches a socket or reads the clock: `proxy` (the I/O shell) feeds events and
+//! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
+//! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine, [`flows`]
+//! the flow table with the `MaxFlows` pause, [`tcpinfo`] parses `TCP_INFO`, [`metrics`] is
+//! what `show` prints. The design is documented in `docs/pep.md`.
+
+pub mod flows;
+pub mod metrics;
+pub mod nft;
+pub mod plan;
+pub mod relay;
+pub mod tcpinfo;
+
+#[cfg(test)]
+mod tests_flows;
+#[cfg(test)]
+mod tests_plan;
+#[cfg(test)]
+mod tests_relay;
+
+pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChange};
+pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
+pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts};
+pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};
+pub use tcpinfo::{SegmentInfo, TcpInfo};

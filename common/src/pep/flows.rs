@@ -1,0 +1,207 @@
+//! Flow table (pure): admission against `MaxFlows`, interception pause/resume, per-flow records.
+//!
+//! A TPROXY'd SYN cannot be handed back to the forwarding path, so the limit is enforced one
+//! step earlier: when the table reaches `MaxFlows` the table asks the shell to stop intercepting
+//! NEW flows at the nftables level (they then pass the tunnel untouched, counted by an nft
+//! counter), and to resume once it has drained below a low watermark (hysteresis, so a full
+//! table does not flip the ruleset on every flow). Flows whose SYN was intercepted before the
+//! pause took effect are still relayed and counted as `over_limit`. Time is passed in.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::relay::FlowState;
+use super::tcpinfo::SegmentInfo;
+
+/// The intercepted flow's addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    /// The flow's originator (getpeername of the accepted socket).
+    pub client: SocketAddr,
+    /// The original destination (getsockname of the accepted socket).
+    pub server: SocketAddr,
+}
+
+/// A flow's identifier in the table (unique for the daemon's lifetime).
+pub type FlowId = u64;
+
+/// What the shell knows about one live flow (refreshed by the flow's task).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowRecord {
+    pub key: FlowKey,
+    pub started: Instant,
+    pub state: FlowState,
+    /// Bytes relayed accepted → connected and connected → accepted.
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    /// TCP_INFO of the satellite-segment socket and of the terrestrial one, last sample.
+    pub satellite: Option<SegmentInfo>,
+    pub terrestrial: Option<SegmentInfo>,
+}
+
+/// The shell must change the interception of new flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterceptChange {
+    /// The table is full: new flows must pass untouched.
+    Pause,
+    /// The table has room again: intercept new flows.
+    Resume,
+}
+
+/// Result of admitting an accepted flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    pub id: FlowId,
+    /// The flow came in although the table was full (its SYN raced the pause).
+    pub over_limit: bool,
+    pub change: Option<InterceptChange>,
+}
+
+/// Totals since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableTotals {
+    pub accepted: u64,
+    pub over_limit: u64,
+    pub pauses: u64,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub closed: u64,
+    pub reset: u64,
+    pub connect_failed: u64,
+    pub idle_timeout: u64,
+    pub shutdown: u64,
+}
+
+/// The live flows of one PEP instance.
+#[derive(Debug)]
+pub struct FlowTable {
+    max: usize,
+    resume_at: usize,
+    next_id: FlowId,
+    intercepting: bool,
+    flows: BTreeMap<FlowId, FlowRecord>,
+    totals: TableTotals,
+}
+
+impl FlowTable {
+    /// A table for at most `max_flows` (≥ 1) flows; interception resumes at 15/16 of it.
+    pub fn new(max_flows: usize) -> FlowTable {
+        let max = max_flows.max(1);
+        FlowTable {
+            max,
+            resume_at: (max - max / 16).saturating_sub(1),
+            next_id: 1,
+            intercepting: true,
+            flows: BTreeMap::new(),
+            totals: TableTotals::default(),
+        }
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    /// Whether new flows are currently intercepted (as last asked of the shell).
+    pub fn intercepting(&self) -> bool {
+        self.intercepting
+    }
+
+    pub fn totals(&self) -> TableTotals {
+        self.totals
+    }
+
+    /// Registers an accepted flow. Every accepted flow is admitted (its handshake is done); a
+    /// full table asks for a pause.
+    pub fn admit(&mut self, key: FlowKey, now: Instant) -> Admission {
+        let id = self.next_id;
+        self.next_id += 1;
+        let over_limit = self.flows.len() >= self.max;
+        self.flows.insert(
+            id,
+            FlowRecord {
+                key,
+                started: now,
+                state: FlowState::Connecting,
+                bytes_up: 0,
+                bytes_down: 0,
+                satellite: None,
+                terrestrial: None,
+            },
+        );
+        self.totals.accepted += 1;
+        if over_limit {
+            self.totals.over_limit += 1;
+        }
+        let change = if self.intercepting && self.flows.len() >= self.max {
+            self.intercepting = false;
+            self.totals.pauses += 1;
+            Some(InterceptChange::Pause)
+        } else {
+            None
+        };
+        Admission {
+            id,
+            over_limit,
+            change,
+        }
+    }
+
+    /// The live record of `id`, to refresh its state, bytes and segment samples.
+    pub fn record_mut(&mut self, id: FlowId) -> Option<&mut FlowRecord> {
+        self.flows.get_mut(&id)
+    }
+
+    pub fn get(&self, id: FlowId) -> Option<&FlowRecord> {
+        self.flows.get(&id)
+    }
+
+    /// Removes a finished flow with its final figures; may ask to resume interception.
+    pub fn remove(
+        &mut self,
+        id: FlowId,
+        state: FlowState,
+        bytes_up: u64,
+        bytes_down: u64,
+    ) -> Option<InterceptChange> {
+        self.flows.remove(&id)?;
+        let t = &mut self.totals;
+        t.bytes_up += bytes_up;
+        t.bytes_down += bytes_down;
+        match state {
+            FlowState::Reset => t.reset += 1,
+            FlowState::ConnectFailed => t.connect_failed += 1,
+            FlowState::IdleTimeout => t.idle_timeout += 1,
+            FlowState::Shutdown => t.shutdown += 1,
+            _ => t.closed += 1,
+        }
+        if !self.intercepting && self.flows.len() <= self.resume_at {
+            self.intercepting = true;
+            return Some(InterceptChange::Resume);
+        }
+        None
+    }
+
+    /// The shell could not apply a change: record the state it is really in.
+    pub fn set_intercepting(&mut self, on: bool) {
+        self.intercepting = on;
+    }
+
+    /// Live flows in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (FlowId, &FlowRecord)> {
+        self.flows.iter().map(|(id, r)| (*id, r))
+    }
+
+    /// Age of a record at `now`.
+    pub fn age(record: &FlowRecord, now: Instant) -> Duration {
+        now.saturating_duration_since(record.started)
+    }
+}

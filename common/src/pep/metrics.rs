@@ -1,0 +1,205 @@
+//! PEP metrics (pure): the typed snapshot `show` / `show --json` prints, built from the flow table.
+
+use std::fmt::Write;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::flows::{FlowTable, TableTotals};
+use super::plan::Role;
+use super::relay::FlowState;
+use super::tcpinfo::SegmentInfo;
+
+/// One live flow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowMetrics {
+    pub id: u64,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub state: FlowState,
+    pub age_ms: u64,
+    /// Bytes relayed toward the server and toward the client (refreshed about once a second).
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    /// TCP_INFO of the satellite-segment socket and of the terrestrial one.
+    pub satellite: Option<SegmentInfo>,
+    pub terrestrial: Option<SegmentInfo>,
+}
+
+/// The whole PEP of one daemon.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PepMetrics {
+    pub role: Role,
+    /// `wireguard` or `none`.
+    pub tunnel: String,
+    /// nft table name.
+    pub table: String,
+    pub proxy_port: u16,
+    /// Whether new flows are intercepted now (false while the table is full).
+    pub intercepting: bool,
+    pub max_flows: usize,
+    pub active_flows: usize,
+    /// Flows accepted and split since start.
+    pub accepted: u64,
+    /// Flows accepted while the table was already full (their SYN raced the pause).
+    pub over_limit: u64,
+    /// Times the table filled up and interception was paused.
+    pub pauses: u64,
+    /// SYNs of new flows that passed untouched because the table was full (nft counter).
+    pub overflow_syns: u64,
+    /// SYNs intercepted by TPROXY (nft counter; retransmitted SYNs count again).
+    pub intercepted_syns: u64,
+    /// Finished flows by outcome.
+    pub closed: u64,
+    pub reset: u64,
+    pub connect_failed: u64,
+    pub idle_timeout: u64,
+    pub shutdown: u64,
+    /// Bytes of finished flows plus the live flows' last figures.
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub flows: Vec<FlowMetrics>,
+}
+
+/// What the snapshot needs besides the table.
+#[derive(Debug, Clone)]
+pub struct MetricsHeader {
+    pub role: Role,
+    pub tunnel: String,
+    pub table: String,
+    pub proxy_port: u16,
+    pub overflow_syns: u64,
+    pub intercepted_syns: u64,
+}
+
+impl PepMetrics {
+    pub fn snapshot(h: &MetricsHeader, table: &FlowTable, now: Instant) -> PepMetrics {
+        let TableTotals {
+            accepted,
+            over_limit,
+            pauses,
+            bytes_up,
+            bytes_down,
+            closed,
+            reset,
+            connect_failed,
+            idle_timeout,
+            shutdown,
+        } = table.totals();
+        let flows: Vec<FlowMetrics> = table
+            .iter()
+            .map(|(id, r)| FlowMetrics {
+                id,
+                client: r.key.client,
+                server: r.key.server,
+                state: r.state,
+                age_ms: FlowTable::age(r, now).as_millis() as u64,
+                bytes_up: r.bytes_up,
+                bytes_down: r.bytes_down,
+                satellite: r.satellite.clone(),
+                terrestrial: r.terrestrial.clone(),
+            })
+            .collect();
+        let live_up: u64 = flows.iter().map(|f| f.bytes_up).sum();
+        let live_down: u64 = flows.iter().map(|f| f.bytes_down).sum();
+        PepMetrics {
+            role: h.role,
+            tunnel: h.tunnel.clone(),
+            table: h.table.clone(),
+            proxy_port: h.proxy_port,
+            intercepting: table.intercepting(),
+            max_flows: table.max(),
+            active_flows: flows.len(),
+            accepted,
+            over_limit,
+            pauses,
+            overflow_syns: h.overflow_syns,
+            intercepted_syns: h.intercepted_syns,
+            closed,
+            reset,
+            connect_failed,
+            idle_timeout,
+            shutdown,
+            bytes_up: bytes_up + live_up,
+            bytes_down: bytes_down + live_down,
+            flows,
+        }
+    }
+
+    /// Human-readable block for `show` (like `wg show`'s sections).
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "pep: {:?} split, tunnel {}, nft table {}, port {}",
+            self.role, self.tunnel, self.table, self.proxy_port
+        );
+        let _ = writeln!(
+            s,
+            "  flows: {} active / {} max{}; accepted {}, closed {}, reset {}, connect failed {}, \
+             idle {}",
+            self.active_flows,
+            self.max_flows,
+            if self.intercepting {
+                ""
+            } else {
+                " (FULL: new flows pass unsplit)"
+            },
+            self.accepted,
+            self.closed,
+            self.reset,
+            self.connect_failed,
+            self.idle_timeout
+        );
+        let _ = writeln!(
+            s,
+            "  unsplit by MaxFlows: {} SYNs ({} pauses, {} over limit); transfer: {} up, {} down",
+            self.overflow_syns,
+            self.pauses,
+            self.over_limit,
+            bytes(self.bytes_up),
+            bytes(self.bytes_down)
+        );
+        for f in &self.flows {
+            let seg = |i: &Option<SegmentInfo>| match i {
+                Some(i) => format!(
+                    "{} rtt {:.1}/{:.1} ms cwnd {}",
+                    i.congestion,
+                    i.rtt_us as f64 / 1000.0,
+                    i.min_rtt_us.unwrap_or(0) as f64 / 1000.0,
+                    i.cwnd
+                ),
+                None => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "  flow {} {} -> {} {} {} up {} down; satellite {}; terrestrial {}",
+                f.id,
+                f.client,
+                f.server,
+                f.state.as_str(),
+                bytes(f.bytes_up),
+                bytes(f.bytes_down),
+                seg(&f.satellite),
+                seg(&f.terrestrial)
+            );
+        }
+        s
+    }
+}
+
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}

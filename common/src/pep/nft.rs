@@ -1,0 +1,168 @@
+//! nftables ruleset text of the PEP (pure): TPROXY interception, the `socket transparent` rule,
+//! the pause flag for `MaxFlows`, bypass sets and the MSS clamp, rendered from a [`Plan`].
+//!
+//! One `inet` table per daemon. The text replaces a stale table of the same name atomically
+//! (`add table` + `delete table` + definition in one `nft -f` transaction). Only pure SYNs of
+//! new flows reach the TPROXY rule, so flows that passed untouched while interception was
+//! paused are never caught later; packets of intercepted flows (and replies to the PEP's own
+//! transparent sockets) are delivered locally by the `socket transparent 1` rule, which also
+//! matches handshakes still in SYN_RECV (request sockets of a transparent listener).
+
+use std::fmt::Write;
+
+use super::plan::{Intercept, Plan, FWMARK};
+
+/// The set holding `tcp` while new flows are intercepted (empty while paused).
+pub const ENABLED_SET: &str = "enabled";
+/// Counter of SYNs that would have been intercepted but passed because the table was full.
+pub const OVERFLOW_COUNTER: &str = "overflow";
+/// Counter of intercepted SYNs (TPROXY'd).
+pub const INTERCEPTED_COUNTER: &str = "intercepted";
+
+fn quoted_list(names: &[String]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    format!("{{ {} }}", q.join(", "))
+}
+
+fn elements<T: ToString>(items: &[T]) -> String {
+    if items.is_empty() {
+        return String::new();
+    }
+    let s: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+    format!(" elements = {{ {} }};", s.join(", "))
+}
+
+fn ports(r: &[(u16, u16)]) -> Vec<String> {
+    r.iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect()
+}
+
+/// The whole table, replacing any table of the same name (one atomic `nft -f -` input).
+pub fn ruleset(p: &Plan) -> String {
+    let t = &p.table;
+    let mark = format!("{FWMARK:#x}");
+    let port = p.proxy_port;
+    let mut s = String::new();
+    // `add` + `delete` first: removes a stale table (or the just-added empty one) atomically.
+    let _ = writeln!(
+        s,
+        "add table inet {t}\ndelete table inet {t}\ntable inet {t} {{"
+    );
+    let _ = writeln!(
+        s,
+        "  set {ENABLED_SET} {{ type inet_proto; elements = {{ tcp }}; }}"
+    );
+    let _ = writeln!(
+        s,
+        "  set dst4 {{ type ipv4_addr; flags interval;{} }}",
+        elements(&p.dst4)
+    );
+    let _ = writeln!(
+        s,
+        "  set dst6 {{ type ipv6_addr; flags interval;{} }}",
+        elements(&p.dst6)
+    );
+    let _ = writeln!(
+        s,
+        "  set bypass_ports {{ type inet_service; flags interval;{} }}",
+        elements(&ports(&p.bypass_ports))
+    );
+    let _ = writeln!(
+        s,
+        "  set bypass4 {{ type ipv4_addr; flags interval;{} }}",
+        elements(&p.bypass4)
+    );
+    let _ = writeln!(
+        s,
+        "  set bypass6 {{ type ipv6_addr; flags interval;{} }}",
+        elements(&p.bypass6)
+    );
+    let _ = writeln!(s, "  counter {OVERFLOW_COUNTER} {{ }}");
+    let _ = writeln!(s, "  counter {INTERCEPTED_COUNTER} {{ }}");
+    let _ = writeln!(
+        s,
+        "  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;"
+    );
+    // Packets of intercepted flows and replies to our transparent sockets: deliver locally.
+    let _ = writeln!(
+        s,
+        "    meta l4proto tcp socket transparent 1 meta mark set {mark} accept"
+    );
+    let _ = writeln!(
+        s,
+        "    meta l4proto tcp tcp flags & (fin | syn | rst | ack) == syn jump new_flow\n  }}"
+    );
+    let _ = writeln!(s, "  chain new_flow {{");
+    match &p.intercept {
+        Intercept::Only(ifs) => {
+            let _ = writeln!(s, "    iifname != {} return", quoted_list(ifs));
+        }
+        Intercept::AllExcept(ifs) => {
+            let _ = writeln!(s, "    iifname {} return", quoted_list(ifs));
+        }
+    }
+    let _ = writeln!(s, "    fib daddr type local return");
+    let _ = writeln!(s, "    ip daddr != @dst4 return");
+    let _ = writeln!(s, "    ip6 daddr != @dst6 return");
+    let _ = writeln!(s, "    tcp dport @bypass_ports return");
+    let _ = writeln!(s, "    ip daddr @bypass4 return");
+    let _ = writeln!(s, "    ip6 daddr @bypass6 return");
+    let _ = writeln!(
+        s,
+        "    meta l4proto != @{ENABLED_SET} counter name {OVERFLOW_COUNTER} return"
+    );
+    for (fam, proto) in [("ipv4", "ip"), ("ipv6", "ip6")] {
+        let _ = writeln!(
+            s,
+            "    meta nfproto {fam} meta l4proto tcp counter name {INTERCEPTED_COUNTER} \
+             tproxy {proto} to :{port} meta mark set {mark} accept"
+        );
+    }
+    let _ = writeln!(s, "  }}");
+    if let Some((dev, mtu)) = &p.mss_clamp {
+        // Unsplit TCP (bypass, overflow, PEP off on the peer) through the tunnel: the SYN going
+        // in takes the route MTU; the SYN-ACK coming out is capped to the tunnel MTU.
+        let mss4 = mtu.saturating_sub(40);
+        let mss6 = mtu.saturating_sub(60);
+        let syn = "tcp flags & (syn | rst) == syn";
+        let _ = writeln!(
+            s,
+            "  chain forward {{\n    type filter hook forward priority mangle; policy accept;"
+        );
+        let _ = writeln!(
+            s,
+            "    oifname \"{dev}\" {syn} tcp option maxseg size set rt mtu"
+        );
+        for (fam, mss) in [("ipv4", mss4), ("ipv6", mss6)] {
+            let _ = writeln!(
+                s,
+                "    iifname \"{dev}\" meta nfproto {fam} {syn} tcp option maxseg size > {mss} \
+                 tcp option maxseg size set {mss}"
+            );
+        }
+        let _ = writeln!(s, "  }}");
+    }
+    let _ = writeln!(s, "}}");
+    s
+}
+
+/// Removes the table (never fails on a missing one).
+pub fn delete(table: &str) -> String {
+    format!("add table inet {table}\ndelete table inet {table}\n")
+}
+
+/// Stops (`false`) or resumes (`true`) the interception of new flows.
+pub fn set_intercepting(table: &str, on: bool) -> String {
+    if on {
+        format!("add element inet {table} {ENABLED_SET} {{ tcp }}\n")
+    } else {
+        format!("flush set inet {table} {ENABLED_SET}\n")
+    }
+}

@@ -1,0 +1,274 @@
+//! The resolved PEP plan (pure): `[PEP]` settings + what the daemon knows → what the shell sets up.
+//!
+//! Resolves every default that depends on the role and the tunnel: where to intercept, which
+//! destinations, which of the flow's two sockets is the satellite segment, socket options per
+//! segment, the MSS clamp, the policy-routing mark and table. `nft::ruleset` renders it.
+
+use std::time::Duration;
+
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+
+use super::relay::Side;
+use crate::config::{self, PepMode, TunnelMode};
+
+/// Which endpoint runs the PEP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The customer box: intercepts the LAN side, its connected socket is the satellite segment.
+    Box,
+    /// The POP: intercepts the satellite side, its accepted socket is the satellite segment.
+    Pop,
+}
+
+/// Packet mark of intercepted flows and of replies to the PEP's transparent sockets. Distinct
+/// from WireGuard's 51820 (0xca6c).
+pub const FWMARK: u32 = 0x5350;
+/// Routing table holding `local default dev lo` for marked packets.
+pub const ROUTE_TABLE: u32 = 0x5350;
+/// Priority of the `fwmark` rule: before wg-quick's rules (32764/32765) and `main` (32766).
+pub const RULE_PREF: u32 = 0x5350;
+
+/// What the daemon knows that the `[PEP]` section does not.
+#[derive(Debug, Clone, Default)]
+pub struct PlanInput {
+    /// The daemon's interface name (from the config file name); names the nft table.
+    pub name: String,
+    /// The TUN device; `None` with `Tunnel = none`.
+    pub tunnel_if: Option<String>,
+    /// The TUN MTU (for the MSS clamp of unsplit TCP).
+    pub tunnel_mtu: Option<u32>,
+    /// Box: the peer's AllowedIPs (what the tunnel carries). Used when `Destinations` is empty.
+    pub destinations_default: Vec<IpNet>,
+    /// WireGuard's `FwMark`, to refuse a collision with ours.
+    pub wg_fwmark: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("Mode = off: there is nothing to split")]
+    ModeOff,
+    #[error("Tunnel = wireguard but the daemon gave no tunnel interface")]
+    NoTunnel,
+    #[error("Intercept: required on the POP with Tunnel = none (the satellite-side interfaces)")]
+    InterceptRequired,
+    #[error("FwMark {0:#x} collides with the PEP's mark {FWMARK:#x}")]
+    FwMarkCollision(u32),
+    #[error("interface name {0:?} is not usable in an nftables rule")]
+    BadInterface(String),
+}
+
+/// Where new TCP flows are intercepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Intercept {
+    /// Only on these ingress interfaces.
+    Only(Vec<String>),
+    /// On every ingress interface except these (the box default: all but the tunnel and lo).
+    AllExcept(Vec<String>),
+}
+
+/// Socket options of one segment's sockets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketOpts {
+    /// `TCP_CONGESTION`; `None`: the kernel default.
+    pub congestion: Option<&'static str>,
+    /// SO_SNDBUFFORCE / SO_RCVBUFFORCE; `None`: kernel autotuning.
+    pub snd_buf: Option<usize>,
+    pub rcv_buf: Option<usize>,
+    pub no_delay: bool,
+    /// TCP_QUICKACK (not sticky in the kernel: re-armed after each read).
+    pub quick_ack: bool,
+    pub notsent_lowat: Option<u32>,
+}
+
+/// Everything the proxy shell sets up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub role: Role,
+    pub tunnel: TunnelMode,
+    /// `inet` table name (`starpep_<name>`).
+    pub table: String,
+    pub proxy_port: u16,
+    pub intercept: Intercept,
+    /// Destinations intercepted (merged prefixes); an empty family is not intercepted.
+    pub dst4: Vec<Ipv4Net>,
+    pub dst6: Vec<Ipv6Net>,
+    /// Bypass: destination port ranges (inclusive) and prefixes.
+    pub bypass_ports: Vec<(u16, u16)>,
+    pub bypass4: Vec<Ipv4Net>,
+    pub bypass6: Vec<Ipv6Net>,
+    /// MSS clamp of forwarded TCP through the tunnel: (device, MTU).
+    pub mss_clamp: Option<(String, u32)>,
+    /// Which socket of a flow is the satellite segment.
+    pub satellite_side: Side,
+    pub satellite: SocketOpts,
+    pub terrestrial: SocketOpts,
+    /// The connected socket binds the originator's address and port (false with `SNAT`).
+    pub transparent_connect: bool,
+    /// Relay buffer per direction per flow (bytes).
+    pub flow_buffer: usize,
+    pub max_flows: usize,
+    pub idle_timeout: Duration,
+    /// `initcwnd` for the routes toward the satellite segment.
+    pub init_cwnd: Option<u32>,
+    /// The satellite-side devices known from the config (tunnel, or POP `Intercept` without
+    /// tunnel); the box without tunnel adds the devices its destination routes use at start.
+    pub satellite_devs: Vec<String>,
+}
+
+fn check_if(name: &str) -> Result<(), PlanError> {
+    let ok = !name.is_empty()
+        && name.len() <= 15
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_=+.-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(PlanError::BadInterface(name.to_string()))
+    }
+}
+
+/// `starpep_<name>` with every character nft identifiers do not take replaced by `_`.
+pub fn table_name(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("starpep_{clean}")
+}
+
+fn split_nets(nets: &[IpNet]) -> (Vec<Ipv4Net>, Vec<Ipv6Net>) {
+    let merged = IpNet::aggregate(&nets.iter().map(|n| n.trunc()).collect());
+    let mut v4 = Vec::new();
+    let mut v6 = Vec::new();
+    for n in merged {
+        match n {
+            IpNet::V4(n) => v4.push(n),
+            IpNet::V6(n) => v6.push(n),
+        }
+    }
+    (v4, v6)
+}
+
+/// Sorted, merged inclusive port ranges.
+fn merge_ports(mut r: Vec<(u16, u16)>) -> Vec<(u16, u16)> {
+    r.sort_unstable();
+    let mut out: Vec<(u16, u16)> = Vec::new();
+    for (lo, hi) in r {
+        match out.last_mut() {
+            Some(last) if lo as u32 <= last.1 as u32 + 1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+impl Plan {
+    /// Resolves `pep` for `role`.
+    pub fn new(pep: &config::Pep, role: Role, input: &PlanInput) -> Result<Plan, PlanError> {
+        if pep.mode == PepMode::Off {
+            return Err(PlanError::ModeOff);
+        }
+        if let Some(m) = input.wg_fwmark {
+            if m == FWMARK {
+                return Err(PlanError::FwMarkCollision(m));
+            }
+        }
+        let tun = match pep.tunnel {
+            TunnelMode::WireGuard => Some(input.tunnel_if.clone().ok_or(PlanError::NoTunnel)?),
+            TunnelMode::None => None,
+        };
+        for i in pep.intercept.iter().chain(tun.iter()) {
+            check_if(i)?;
+        }
+        let intercept = match (role, pep.intercept.is_empty(), &tun) {
+            (_, false, _) => Intercept::Only(pep.intercept.clone()),
+            (Role::Box, true, Some(t)) => Intercept::AllExcept(vec![t.clone(), "lo".into()]),
+            (Role::Box, true, None) => Intercept::AllExcept(vec!["lo".into()]),
+            (Role::Pop, true, Some(t)) => Intercept::Only(vec![t.clone()]),
+            (Role::Pop, true, None) => return Err(PlanError::InterceptRequired),
+        };
+        let all: [IpNet; 2] = [
+            "0.0.0.0/0".parse().expect("v4"),
+            "::/0".parse().expect("v6"),
+        ];
+        let dests: &[IpNet] = if !pep.destinations.is_empty() {
+            &pep.destinations
+        } else if role == Role::Box && tun.is_some() {
+            &input.destinations_default
+        } else {
+            &all
+        };
+        let (dst4, dst6) = split_nets(dests);
+        let mut ports = Vec::new();
+        let mut prefixes = Vec::new();
+        for r in &pep.bypass {
+            match *r {
+                config::BypassRule::Port(p) => ports.push((p, p)),
+                config::BypassRule::Ports(lo, hi) => ports.push((lo, hi)),
+                config::BypassRule::Prefix(n) => prefixes.push(n),
+            }
+        }
+        let (bypass4, bypass6) = split_nets(&prefixes);
+        let mss_clamp = match (&tun, input.tunnel_mtu) {
+            (Some(t), Some(mtu)) => Some((t.clone(), mtu)),
+            _ => None,
+        };
+        let satellite = SocketOpts {
+            congestion: Some(pep.congestion.as_str()),
+            snd_buf: Some(pep.snd_buf_bytes() as usize),
+            rcv_buf: Some(pep.rcv_buf_bytes() as usize),
+            no_delay: pep.no_delay,
+            quick_ack: pep.quick_ack,
+            notsent_lowat: pep.notsent_lowat,
+        };
+        let terrestrial = SocketOpts {
+            congestion: pep.lan_congestion.map(|c| c.as_str()),
+            snd_buf: None,
+            rcv_buf: None,
+            no_delay: pep.no_delay,
+            quick_ack: false,
+            notsent_lowat: None,
+        };
+        let satellite_devs = match (&tun, role) {
+            (Some(t), _) => vec![t.clone()],
+            (None, Role::Pop) => pep.intercept.clone(),
+            (None, Role::Box) => Vec::new(),
+        };
+        Ok(Plan {
+            role,
+            tunnel: pep.tunnel,
+            table: table_name(&input.name),
+            proxy_port: pep.proxy_port,
+            intercept,
+            dst4,
+            dst6,
+            bypass_ports: merge_ports(ports),
+            bypass4,
+            bypass6,
+            mss_clamp,
+            satellite_side: match role {
+                Role::Box => Side::Connected,
+                Role::Pop => Side::Accepted,
+            },
+            satellite,
+            terrestrial,
+            transparent_connect: !pep.snat,
+            flow_buffer: pep.flow_buffer as usize,
+            max_flows: pep.max_flows as usize,
+            idle_timeout: pep.idle_timeout,
+            init_cwnd: pep.init_cwnd,
+            satellite_devs,
+        })
+    }
+
+    /// The options of `side`'s socket.
+    pub fn opts(&self, side: Side) -> &SocketOpts {
+        if side == self.satellite_side {
+            &self.satellite
+        } else {
+            &self.terrestrial
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! `TCP_INFO` parsing (pure): the kernel's `struct tcp_info` bytes → the figures `show` reports.
+//!
+//! The struct grows with kernel versions (280 bytes on this 6.18 kernel, newer than the libc
+//! headers), so it is parsed by offset from the bytes the kernel returned; fields beyond the
+//! returned length read as absent. Offsets follow `include/uapi/linux/tcp.h`.
+
+use serde::Serialize;
+
+/// The figures of one segment socket, from one `TCP_INFO` sample.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentInfo {
+    /// Congestion control in use (`TCP_CONGESTION`).
+    pub congestion: String,
+    /// Smoothed RTT, its variance and the minimum RTT, microseconds.
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    pub min_rtt_us: Option<u32>,
+    /// Congestion window (segments) and send MSS (bytes).
+    pub cwnd: u32,
+    pub snd_mss: u32,
+    pub total_retrans: u32,
+    pub bytes_acked: Option<u64>,
+    pub bytes_received: Option<u64>,
+    /// Bytes/s, as the kernel estimates.
+    pub delivery_rate: Option<u64>,
+    pub pacing_rate: Option<u64>,
+    pub notsent_bytes: Option<u32>,
+    pub snd_wnd: Option<u32>,
+    pub rcv_wnd: Option<u32>,
+}
+
+/// The raw fields we use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpInfo {
+    pub state: u8,
+    pub snd_mss: u32,
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    pub snd_cwnd: u32,
+    pub total_retrans: u32,
+    pub pacing_rate: Option<u64>,
+    pub bytes_acked: Option<u64>,
+    pub bytes_received: Option<u64>,
+    pub notsent_bytes: Option<u32>,
+    pub min_rtt_us: Option<u32>,
+    pub delivery_rate: Option<u64>,
+    pub snd_wnd: Option<u32>,
+    pub rcv_wnd: Option<u32>,
+}
+
+/// Byte offsets in `struct tcp_info`.
+mod off {
+    pub const STATE: usize = 0;
+    pub const SND_MSS: usize = 16;
+    pub const RTT: usize = 68;
+    pub const RTTVAR: usize = 72;
+    pub const SND_CWND: usize = 80;
+    pub const TOTAL_RETRANS: usize = 100;
+    pub const PACING_RATE: usize = 104;
+    pub const BYTES_ACKED: usize = 120;
+    pub const BYTES_RECEIVED: usize = 128;
+    pub const NOTSENT_BYTES: usize = 144;
+    pub const MIN_RTT: usize = 148;
+    pub const DELIVERY_RATE: usize = 160;
+    pub const SND_WND: usize = 228;
+    pub const RCV_WND: usize = 232;
+}
+
+/// The shortest `tcp_info` accepted (up to `tcpi_total_retrans`, Linux 2.6).
+pub const MIN_LEN: usize = 104;
+
+impl TcpInfo {
+    /// Parses the bytes `getsockopt(TCP_INFO)` returned; `None` if shorter than [`MIN_LEN`].
+    pub fn parse(b: &[u8]) -> Option<TcpInfo> {
+        if b.len() < MIN_LEN {
+            return None;
+        }
+        let u32_at = |o: usize| {
+            b.get(o..o + 4)
+                .map(|s| u32::from_ne_bytes(s.try_into().expect("4 bytes")))
+        };
+        let u64_at = |o: usize| {
+            b.get(o..o + 8)
+                .map(|s| u64::from_ne_bytes(s.try_into().expect("8 bytes")))
+        };
+        let need = |o: usize| u32_at(o).unwrap_or(0);
+        Some(TcpInfo {
+            state: b[off::STATE],
+            snd_mss: need(off::SND_MSS),
+            rtt_us: need(off::RTT),
+            rttvar_us: need(off::RTTVAR),
+            snd_cwnd: need(off::SND_CWND),
+            total_retrans: need(off::TOTAL_RETRANS),
+            pacing_rate: u64_at(off::PACING_RATE),
+            bytes_acked: u64_at(off::BYTES_ACKED),
+            bytes_received: u64_at(off::BYTES_RECEIVED),
+            notsent_bytes: u32_at(off::NOTSENT_BYTES),
+            min_rtt_us: u32_at(off::MIN_RTT),
+            delivery_rate: u64_at(off::DELIVERY_RATE),
+            snd_wnd: u32_at(off::SND_WND),
+            rcv_wnd: u32_at(off::RCV_WND),
+        })
+    }
+
+    /// The `show` figures, with the socket's congestion control name.
+    pub fn to_segment(&self, congestion: &str) -> SegmentInfo {
+        SegmentInfo {
+            congestion: congestion.to_string(),
+            rtt_us: self.rtt_us,
+            rttvar_us: self.rttvar_us,
+            min_rtt_us: self.min_rtt_us,
+            cwnd: self.snd_cwnd,
+            snd_mss: self.snd_mss,
+            total_retrans: self.total_retrans,
+            bytes_acked: self.bytes_acked,
+            bytes_received: self.bytes_received,
+            delivery_rate: self.delivery_rate,
+            pacing_rate: self.pacing_rate,
+            notsent_bytes: self.notsent_bytes,
+            snd_wnd: self.snd_wnd,
+            rcv_wnd: self.rcv_wnd,
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Unit tests of the flow table (MaxFlows pause/resume, totals), TCP_INFO parsing and metrics.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::flows::*;
+use super::metrics::{MetricsHeader, PepMetrics};
+use super::plan::Role;
+use super::relay::FlowState;
+use super::tcpinfo::{TcpInfo, MIN_LEN};
+
+fn key(port: u16) -> FlowKey {
+    FlowKey {
+        client: SocketAddr::from(([10, 1, 0, 2], port)),
+        server: SocketAddr::from(([10, 2, 0, 2], 80)),
+    }
+}
+
+#[test]
+fn a_full_table_pauses_interception_and_resumes_below_the_low_watermark() {
+    let t0 = Instant::now();
+    let mut t = FlowTable::new(32);
+    let mut ids = Vec::new();
+    for i in 0..31 {
+        let a = t.admit(key(1000 + i), t0);
+        assert_eq!(a.change, None);
+        assert!(!a.over_limit);
+        ids.push(a.id);
+    }
+    let a = t.admit(key(2000), t0);
+    assert_eq!(
+        a.change,
+        Some(InterceptChange::Pause),
+        "32nd flow fills the table"
+    );
+    ids.push(a.id);
+    assert!(!t.intercepting());
+    // A SYN that raced the pause is still relayed, and counted.
+    let late = t.admit(key(2001), t0);
+    assert!(late.over_limit);
+    assert_eq!(late.change, None, "already paused");
+    ids.push(late.id);
+    assert_eq!(t.len(), 33);
+    // Resume at 32 - 32/16 - 1 = 29 flows.
+    let mut resumed_at = None;
+    for id in ids.clone() {
+        if let Some(c) = t.remove(id, FlowState::Closed, 10, 20) {
+            assert_eq!(c, InterceptChange::Resume);
+            resumed_at = Some(t.len());
+            break;
+        }
+    }
+    assert_eq!(resumed_at, Some(29));
+    assert!(t.intercepting());
+    let tot = t.totals();
+    assert_eq!((tot.accepted, tot.over_limit, tot.pauses), (33, 1, 1));
+    assert_eq!((tot.closed, tot.bytes_up, tot.bytes_down), (4, 40, 80));
+}
+
+#[test]
+fn max_one_pauses_on_the_first_flow_and_resumes_when_it_ends() {
+    let t0 = Instant::now();
+    let mut t = FlowTable::new(1);
+    let a = t.admit(key(1), t0);
+    assert_eq!(a.change, Some(InterceptChange::Pause));
+    assert_eq!(
+        t.remove(a.id, FlowState::Reset, 0, 0),
+        Some(InterceptChange::Resume)
+    );
+    assert_eq!(t.remove(a.id, FlowState::Reset, 0, 0), None, "removed once");
+    assert_eq!(t.totals().reset, 1);
+    assert!(t.is_empty());
+}
+
+#[test]
+fn outcomes_are_counted_by_kind() {
+    let t0 = Instant::now();
+    let mut t = FlowTable::new(100);
+    for (i, s) in [
+        FlowState::Closed,
+        FlowState::Reset,
+        FlowState::ConnectFailed,
+        FlowState::IdleTimeout,
+        FlowState::Shutdown,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let a = t.admit(key(i as u16 + 1), t0);
+        t.remove(a.id, s, 0, 0);
+    }
+    let tot = t.totals();
+    assert_eq!(
+        (
+            tot.closed,
+            tot.reset,
+            tot.connect_failed,
+            tot.idle_timeout,
+            tot.shutdown
+        ),
+        (1, 1, 1, 1, 1)
+    );
+}
+
+fn tcp_info_bytes(len: usize) -> Vec<u8> {
+    let mut b = vec![0u8; len];
+    let put32 = |b: &mut Vec<u8>, o: usize, v: u32| {
+        if o + 4 <= b.len() {
+            b[o..o + 4].copy_from_slice(&v.to_ne_bytes())
+        }
+    };
+    let put64 = |b: &mut Vec<u8>, o: usize, v: u64| {
+        if o + 8 <= b.len() {
+            b[o..o + 8].copy_from_slice(&v.to_ne_bytes())
+        }
+    };
+    b[0] = 1; // TCP_ESTABLISHED
+    put32(&mut b, 16, 1368);
+    put32(&mut b, 68, 512_000);
+    put32(&mut b, 72, 3_000);
+    put32(&mut b, 80, 42);
+    put32(&mut b, 100, 7);
+    put64(&mut b, 120, 123_456);
+    put32(&mut b, 148, 500_100);
+    put64(&mut b, 160, 1_250_000);
+    put32(&mut b, 228, 65_535);
+    b
+}
+
+#[test]
+fn tcp_info_is_parsed_by_offset_and_short_structs_lack_the_new_fields() {
+    let i = TcpInfo::parse(&tcp_info_bytes(280)).expect("parse");
+    assert_eq!(i.state, 1);
+    assert_eq!(
+        (i.snd_mss, i.rtt_us, i.rttvar_us, i.snd_cwnd),
+        (1368, 512_000, 3_000, 42)
+    );
+    assert_eq!(i.total_retrans, 7);
+    assert_eq!(i.bytes_acked, Some(123_456));
+    assert_eq!(i.min_rtt_us, Some(500_100));
+    assert_eq!(i.delivery_rate, Some(1_250_000));
+    assert_eq!(i.snd_wnd, Some(65_535));
+    let old = TcpInfo::parse(&tcp_info_bytes(148)).expect("parse 148");
+    assert_eq!(old.min_rtt_us, None, "min_rtt is bytes 148..152");
+    assert_eq!(old.delivery_rate, None);
+    assert_eq!(old.rtt_us, 512_000);
+    assert!(TcpInfo::parse(&tcp_info_bytes(MIN_LEN - 1)).is_none());
+    let seg = i.to_segment("bbr");
+    assert_eq!((seg.congestion.as_str(), seg.cwnd), ("bbr", 42));
+}
+
+#[test]
+fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
+    let t0 = Instant::now();
+    let mut t = FlowTable::new(10);
+    let a = t.admit(key(5), t0);
+    let b = t.admit(key(6), t0);
+    t.remove(b.id, FlowState::Closed, 1000, 2000);
+    let r = t.record_mut(a.id).unwrap();
+    r.state = FlowState::Established;
+    r.bytes_up = 5;
+    r.bytes_down = 7;
+    r.satellite = TcpInfo::parse(&tcp_info_bytes(280)).map(|i| i.to_segment("cubic"));
+    let h = MetricsHeader {
+        role: Role::Box,
+        tunnel: "wireguard".into(),
+        table: "starpep_box".into(),
+        proxy_port: 8399,
+        overflow_syns: 3,
+        intercepted_syns: 2,
+    };
+    let m = PepMetrics::snapshot(&h, &t, t0 + Duration::from_millis(1500));
+    assert_eq!(m.active_flows, 1);
+    assert_eq!((m.bytes_up, m.bytes_down), (1005, 2007));
+    assert_eq!(m.flows[0].age_ms, 1500);
+    assert_eq!(m.flows[0].state, FlowState::Established);
+    let json = serde_json::to_value(&m).unwrap();
+    assert_eq!(json["role"], "box");
+    assert_eq!(json["flows"][0]["state"], "established");
+    assert_eq!(json["flows"][0]["satellite"]["congestion"], "cubic");
+    let text = m.render();
+    assert!(text.contains("1 active / 10 max"), "{text}");
+    assert!(
+        text.contains("10.1.0.2:5 -> 10.2.0.2:80 established"),
+        "{text}"
+    );
+    assert!(
+        text.contains("satellite cubic rtt 512.0/500.1 ms cwnd 42"),
+        "{text}"
+    );
+}

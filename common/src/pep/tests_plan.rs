@@ -1,0 +1,215 @@
+//! Unit tests of plan resolution (defaults per role and tunnel) and of the nftables text.
+
+use super::nft;
+use super::plan::*;
+use super::relay::Side;
+use crate::config::{self, BypassRule, Congestion, PepMode, TunnelMode};
+
+fn split() -> config::Pep {
+    config::Pep {
+        mode: PepMode::Split,
+        ..config::Pep::default()
+    }
+}
+
+fn input(tun: Option<&str>) -> PlanInput {
+    PlanInput {
+        name: "box-pep".into(),
+        tunnel_if: tun.map(String::from),
+        tunnel_mtu: tun.map(|_| 1420),
+        destinations_default: vec![
+            "10.2.0.0/24".parse().unwrap(),
+            "fd00:2::/64".parse().unwrap(),
+        ],
+        wg_fwmark: None,
+    }
+}
+
+#[test]
+fn box_with_tunnel_intercepts_everything_but_the_tunnel_toward_the_peers_allowed_ips() {
+    let p = Plan::new(&split(), Role::Box, &input(Some("box-pep"))).unwrap();
+    assert_eq!(p.table, "starpep_box_pep");
+    assert_eq!(
+        p.intercept,
+        Intercept::AllExcept(vec!["box-pep".into(), "lo".into()])
+    );
+    assert_eq!(p.dst4, vec!["10.2.0.0/24".parse().unwrap()]);
+    assert_eq!(p.dst6, vec!["fd00:2::/64".parse().unwrap()]);
+    assert_eq!(p.satellite_side, Side::Connected);
+    assert_eq!(p.mss_clamp, Some(("box-pep".into(), 1420)));
+    assert_eq!(p.satellite_devs, vec!["box-pep".to_string()]);
+    assert!(p.transparent_connect);
+    // Default satellite buffers: 2 × BDP of 100 Mbit/s × 600 ms = 15 MB.
+    assert_eq!(p.satellite.snd_buf, Some(15_000_000));
+    assert_eq!(p.satellite.congestion, Some("bbr"));
+    assert_eq!(p.terrestrial.congestion, None);
+    assert_eq!(p.opts(Side::Connected), &p.satellite);
+    assert_eq!(p.opts(Side::Accepted), &p.terrestrial);
+}
+
+#[test]
+fn pop_intercepts_the_tunnel_and_its_accepted_socket_is_the_satellite_segment() {
+    let mut c = split();
+    c.congestion = Congestion::Cubic;
+    c.lan_congestion = Some(Congestion::Reno);
+    c.snat = true;
+    let p = Plan::new(&c, Role::Pop, &input(Some("pop-pep"))).unwrap();
+    assert_eq!(p.intercept, Intercept::Only(vec!["pop-pep".into()]));
+    assert_eq!(
+        p.dst4,
+        vec!["0.0.0.0/0".parse().unwrap()],
+        "POP: every destination"
+    );
+    assert_eq!(p.dst6, vec!["::/0".parse().unwrap()]);
+    assert_eq!(p.satellite_side, Side::Accepted);
+    assert_eq!(p.opts(Side::Accepted).congestion, Some("cubic"));
+    assert_eq!(p.opts(Side::Connected).congestion, Some("reno"));
+    assert!(!p.transparent_connect, "SNAT");
+}
+
+#[test]
+fn without_tunnel_the_pop_needs_intercept_and_the_box_takes_all_destinations() {
+    let mut c = split();
+    c.tunnel = TunnelMode::None;
+    assert_eq!(
+        Plan::new(&c, Role::Pop, &input(None)),
+        Err(PlanError::InterceptRequired)
+    );
+    let b = Plan::new(&c, Role::Box, &input(None)).unwrap();
+    assert_eq!(b.intercept, Intercept::AllExcept(vec!["lo".into()]));
+    assert_eq!(b.dst4, vec!["0.0.0.0/0".parse().unwrap()]);
+    assert_eq!(b.mss_clamp, None);
+    assert!(b.satellite_devs.is_empty(), "resolved from routes at start");
+    c.intercept = vec!["wan0".into()];
+    let p = Plan::new(&c, Role::Pop, &input(None)).unwrap();
+    assert_eq!(p.intercept, Intercept::Only(vec!["wan0".into()]));
+    assert_eq!(p.satellite_devs, vec!["wan0".to_string()]);
+}
+
+#[test]
+fn refusals() {
+    assert_eq!(
+        Plan::new(&config::Pep::default(), Role::Box, &input(Some("t"))),
+        Err(PlanError::ModeOff)
+    );
+    assert_eq!(
+        Plan::new(&split(), Role::Box, &input(None)),
+        Err(PlanError::NoTunnel)
+    );
+    let mut i = input(Some("t"));
+    i.wg_fwmark = Some(FWMARK);
+    assert!(matches!(
+        Plan::new(&split(), Role::Box, &i),
+        Err(PlanError::FwMarkCollision(_))
+    ));
+    let mut c = split();
+    c.intercept = vec!["a\"b".into()];
+    assert!(matches!(
+        Plan::new(&c, Role::Box, &input(Some("t"))),
+        Err(PlanError::BadInterface(_))
+    ));
+}
+
+#[test]
+fn destinations_and_bypass_are_merged() {
+    let mut c = split();
+    c.destinations = vec![
+        "10.2.0.0/25".parse().unwrap(),
+        "10.2.0.128/25".parse().unwrap(),
+        "192.0.2.7/24".parse().unwrap(),
+    ];
+    c.bypass = vec![
+        BypassRule::Port(22),
+        BypassRule::Ports(5000, 5100),
+        BypassRule::Ports(5050, 5200),
+        BypassRule::Port(23),
+        BypassRule::Prefix("10.2.0.9/32".parse().unwrap()),
+        BypassRule::Prefix("fd00:2::9/128".parse().unwrap()),
+    ];
+    let p = Plan::new(&c, Role::Box, &input(Some("t"))).unwrap();
+    assert_eq!(
+        p.dst4,
+        vec![
+            "10.2.0.0/24".parse().unwrap(),
+            "192.0.2.0/24".parse().unwrap()
+        ]
+    );
+    assert!(
+        p.dst6.is_empty(),
+        "explicit v4-only destinations: no v6 interception"
+    );
+    assert_eq!(p.bypass_ports, vec![(22, 23), (5000, 5200)]);
+    assert_eq!(p.bypass4, vec!["10.2.0.9/32".parse().unwrap()]);
+    assert_eq!(p.bypass6, vec!["fd00:2::9/128".parse().unwrap()]);
+    let text = nft::ruleset(&p);
+    assert!(
+        text.contains("elements = { 10.2.0.0/24, 192.0.2.0/24 }"),
+        "{text}"
+    );
+    assert!(
+        text.contains("set dst6 { type ipv6_addr; flags interval; }"),
+        "{text}"
+    );
+    assert!(text.contains("elements = { 22-23, 5000-5200 }"), "{text}");
+    assert!(text.contains("elements = { fd00:2::9/128 }"), "{text}");
+}
+
+#[test]
+fn ruleset_orders_the_transparent_rule_first_and_tproxies_only_syns() {
+    let p = Plan::new(&split(), Role::Box, &input(Some("box-pep"))).unwrap();
+    let text = nft::ruleset(&p);
+    let pos = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing from\n{text}"))
+    };
+    assert!(text.starts_with("add table inet starpep_box_pep\ndelete table inet starpep_box_pep\n"));
+    let transparent = pos("meta l4proto tcp socket transparent 1 meta mark set 0x5350 accept");
+    let syn_jump = pos("tcp flags & (fin | syn | rst | ack) == syn jump new_flow");
+    assert!(transparent < syn_jump);
+    let ifs = pos("iifname { \"box-pep\", \"lo\" } return");
+    let local = pos("fib daddr type local return");
+    let bypass = pos("tcp dport @bypass_ports return");
+    let paused = pos("meta l4proto != @enabled counter name overflow return");
+    let tproxy4 = pos("tproxy ip to :8399 meta mark set 0x5350 accept");
+    let tproxy6 = pos("tproxy ip6 to :8399 meta mark set 0x5350 accept");
+    assert!(ifs < local && local < bypass && bypass < paused && paused < tproxy4);
+    assert!(tproxy4 < tproxy6);
+    assert!(text.contains(
+        "oifname \"box-pep\" tcp flags & (syn | rst) == syn tcp option maxseg size set rt mtu"
+    ));
+    assert!(text.contains("meta nfproto ipv4 tcp flags & (syn | rst) == syn tcp option maxseg size > 1380 tcp option maxseg size set 1380"));
+    assert!(text.contains("size > 1360 tcp option maxseg size set 1360"));
+    assert_eq!(text.matches('{').count(), text.matches('}').count());
+}
+
+#[test]
+fn pause_resume_and_delete_commands() {
+    assert_eq!(
+        nft::set_intercepting("starpep_x", false),
+        "flush set inet starpep_x enabled\n"
+    );
+    assert_eq!(
+        nft::set_intercepting("starpep_x", true),
+        "add element inet starpep_x enabled { tcp }\n"
+    );
+    assert_eq!(
+        nft::delete("starpep_x"),
+        "add table inet starpep_x\ndelete table inet starpep_x\n"
+    );
+    let mut c = split();
+    c.tunnel = TunnelMode::None;
+    c.intercept = vec!["wan0".into()];
+    let p = Plan::new(&c, Role::Pop, &input(None)).unwrap();
+    let text = nft::ruleset(&p);
+    assert!(text.contains("iifname != { \"wan0\" } return"), "{text}");
+    assert!(
+        !text.contains("chain forward"),
+        "no tunnel, no clamp: {text}"
+    );
+}
+
+#[test]
+fn table_names_are_nft_identifiers() {
+    assert_eq!(table_name("wg0"), "starpep_wg0");
+    assert_eq!(table_name("a.b-c=d+e"), "starpep_a_b_c_d_e");
+}
