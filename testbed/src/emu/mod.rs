@@ -3,6 +3,7 @@
 pub mod afpacket;
 pub mod pool;
 pub mod pump;
+pub mod run;
 pub mod stats;
 pub mod sys;
 

@@ -55,6 +55,8 @@ pub struct PumpConfig {
     pub late_threshold: Duration,
     /// Never block longer than this (the stop flag is checked at least this often).
     pub max_wait: Duration,
+    /// SCHED_FIFO priority of the direction threads (None: normal scheduling).
+    pub rt_priority: Option<i32>,
 }
 
 impl Default for PumpConfig {
@@ -64,6 +66,7 @@ impl Default for PumpConfig {
             sample_every: Duration::from_millis(100),
             late_threshold: Duration::from_millis(1),
             max_wait: Duration::from_millis(20),
+            rt_priority: Some(10),
         }
     }
 }

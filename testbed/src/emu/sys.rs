@@ -266,3 +266,18 @@ pub fn sleep_until_realtime(t: Duration) {
         &ts,
     ) {}
 }
+
+/// Puts the calling thread under SCHED_FIFO at `priority` (1..=99), so compile jobs and
+/// traffic generators on the same cores cannot delay a release. Needs CAP_SYS_NICE (root).
+pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param that lives for the call; pid 0 = calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
