@@ -1,0 +1,174 @@
+//! The command line both daemons share: `run`, `check`, `genkey`, `pubkey`, `show`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::config::{self, PrivateKey};
+use crate::io::control;
+use crate::tunnel::InterfaceMetrics;
+
+use super::{run, DaemonError, Role};
+
+/// StarPEP-WG endpoint daemon.
+#[derive(Debug, Parser)]
+#[command(version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon in the foreground for a wg-quick style config (the interface is named after
+    /// the file: box.conf → box).
+    Run {
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+        /// More log output (-v debug, -vv trace).
+        #[arg(short, long, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+        verbose: u8,
+        /// Only warnings and errors.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// Validate a config: prints every error with its line, exits 0 (valid) or 1.
+    Check {
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+    },
+    /// Print a new base64 private key (as `wg genkey`).
+    Genkey,
+    /// Read a private key on stdin, print its public key (as `wg pubkey`).
+    Pubkey,
+    /// Show a running interface (peers, endpoints, handshakes, transfer) like `wg show`.
+    Show {
+        /// Interface name; default: every interface with a daemon in this network namespace.
+        iface: Option<String>,
+        /// Name the interface by its config file instead.
+        #[arg(short = 'c', long = "config", conflicts_with = "iface")]
+        config: Option<PathBuf>,
+        /// Machine-readable output (one object, or an array when no interface is named).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl Cli {
+    /// Parses the process arguments under the binary name and description of `role`.
+    pub fn parse_for(role: Role) -> Cli {
+        let cmd = Cli::command().name(role.binary()).about(role.about());
+        let matches = cmd.get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// The log filter the command asks for (`info` unless `run -v/-q`).
+    pub fn log_level(&self) -> &'static str {
+        match self.command {
+            Command::Run { quiet: true, .. } => "warn",
+            Command::Run { verbose: 1, .. } => "debug",
+            Command::Run { verbose: 2.., .. } => "trace",
+            _ => "info",
+        }
+    }
+}
+
+/// Runs the command; errors are printed to stderr and give exit status 1.
+pub fn dispatch(role: Role, cli: Cli) -> ExitCode {
+    match execute(role, cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}: {e}", role.binary());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn execute(role: Role, cli: Cli) -> Result<(), DaemonError> {
+    match cli.command {
+        Command::Run { config, .. } => run::run(role, &config),
+        Command::Check { config } => {
+            let plan = run::validate(role, &config)?;
+            println!(
+                "{}: ok (interface {}, {} peer(s))",
+                config.display(),
+                plan.iface,
+                plan.peers.len()
+            );
+            Ok(())
+        }
+        Command::Genkey => genkey(),
+        Command::Pubkey => pubkey(),
+        Command::Show {
+            iface,
+            config,
+            json,
+        } => show(iface, config, json),
+    }
+}
+
+fn genkey() -> Result<(), DaemonError> {
+    use std::os::fd::AsFd;
+    // As `wg genkey`: warn when the key is about to land in a file others can read.
+    if let Ok(st) = nix::sys::stat::fstat(std::io::stdout().as_fd()) {
+        let is_file = (st.st_mode & libc::S_IFMT) == libc::S_IFREG;
+        if is_file && st.st_mode & 0o007 != 0 {
+            eprintln!(
+                "Warning: writing to world accessible file.\n\
+                 Consider setting the umask to 077 and trying again."
+            );
+        }
+    }
+    println!("{}", PrivateKey::generate());
+    Ok(())
+}
+
+fn pubkey() -> Result<(), DaemonError> {
+    let mut s = String::new();
+    std::io::stdin()
+        .take(4096)
+        .read_to_string(&mut s)
+        .map_err(|e| crate::io::IoError::sys("read stdin", e))?;
+    let key: PrivateKey = s
+        .trim()
+        .parse()
+        .map_err(|_| DaemonError::Usage("stdin: not a 32-byte base64 private key".into()))?;
+    println!("{}", key.public_key());
+    Ok(())
+}
+
+fn show(iface: Option<String>, config: Option<PathBuf>, json: bool) -> Result<(), DaemonError> {
+    let named = match (iface, config) {
+        (Some(i), _) => Some(i),
+        (None, Some(c)) => {
+            Some(config::interface_name(&c).map_err(|e| DaemonError::Config(e.to_string()))?)
+        }
+        (None, None) => None,
+    };
+    let ifaces = match &named {
+        Some(i) => vec![i.clone()],
+        None => control::list(),
+    };
+    let mut all = Vec::new();
+    for i in &ifaces {
+        let text = control::request(i, "show")?;
+        let m: InterfaceMetrics = serde_json::from_str(&text).map_err(|e| {
+            DaemonError::Usage(format!("{i}: bad answer from the daemon: {e}: {text}"))
+        })?;
+        all.push(m);
+    }
+    let mut out = std::io::stdout().lock();
+    let res = if json {
+        let v = match (&named, all.len()) {
+            (Some(_), 1) => serde_json::to_string_pretty(&all[0]),
+            _ => serde_json::to_string_pretty(&all),
+        };
+        writeln!(out, "{}", v.unwrap_or_default())
+    } else {
+        let text: Vec<String> = all.iter().map(InterfaceMetrics::render).collect();
+        write!(out, "{}", text.join("\n"))
+    };
+    res.map_err(|e| crate::io::IoError::sys("write stdout", e).into())
+}

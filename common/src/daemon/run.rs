@@ -1,0 +1,141 @@
+//! `run`: bring the interface up in a safe order, run until SIGINT/SIGTERM, tear it all down.
+//!
+//! Order: parse and validate, resolve endpoints, bind the UDP and control sockets (nothing in
+//! the system changes until all of that worked), then PreUp, TUN, addresses/MTU/routes/rules,
+//! PostUp. A failure after that point undoes what was done. Shutdown: PreDown, stop the data
+//! path, close the TUN (its routes go with it), remove the rules, PostDown.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::config;
+use crate::io::control::ControlServer;
+use crate::io::{cmd, netconf, IoError, Tun, Udp};
+use crate::tunnel::{Engine, InterfaceInfo, MIN_DST};
+
+use super::datapath::{self, IoCounters, Shared};
+use super::plan::{plan, Plan};
+use super::{DaemonError, Role};
+
+/// Timer period of every peer (boringtun wants 100–250 ms).
+const TICK: Duration = Duration::from_millis(100);
+
+/// Loads and validates `path` for `role` without touching the system (`check`, and the first
+/// step of `run`).
+pub fn validate(role: Role, path: &Path) -> Result<Plan, DaemonError> {
+    let iface = config::interface_name(path).map_err(|e| DaemonError::Config(e.to_string()))?;
+    let cfg = config::load(path).map_err(|e| DaemonError::Config(e.to_string()))?;
+    if cfg.pep.is_some() {
+        tracing::info!("[PEP] section present (TCP splitting is not part of this build yet)");
+    }
+    if !cfg.interface.dns.is_empty() {
+        tracing::warn!("DNS = is not applied by the daemon (configure the resolver yourself)");
+    }
+    plan(role, &iface, &cfg, |e| e.resolve()).map_err(|v| DaemonError::Config(v.join("\n")))
+}
+
+/// Runs the daemon for the config at `path` until SIGINT or SIGTERM.
+pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal while shutting down exits at once (status 1).
+        signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+            .map_err(|e| IoError::sys("install signal handler", e))?;
+    }
+    let plan = validate(role, path)?;
+    let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
+    let control = ControlServer::bind(&plan.iface)?;
+    let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
+    let info = InterfaceInfo {
+        interface: plan.iface.clone(),
+        listen_port: udp.port(),
+        fwmark: plan.socket_mark,
+    };
+
+    for h in &plan.hooks.pre_up {
+        cmd::hook(h, &plan.iface).map_err(|e| DaemonError::Hook("PreUp", e))?;
+    }
+    let tun = Arc::new(Tun::create(&plan.iface)?);
+    // From here on, dropping `tun` removes the link and its routes, dropping `applied` the rules.
+    let applied = netconf::apply(&plan.net)?;
+    for h in &plan.hooks.post_up {
+        cmd::hook(h, &plan.iface).map_err(|e| DaemonError::Hook("PostUp", e))?;
+    }
+    tracing::info!(
+        iface = %plan.iface,
+        port = udp.port(),
+        peers = plan.peers.len(),
+        gro = udp.gro_enabled(),
+        "{} up",
+        role.name()
+    );
+
+    let shared = Shared {
+        engine: engine.clone(),
+        tun: tun.clone(),
+        udp: udp.clone(),
+        stop: stop.clone(),
+        counters: Arc::new(IoCounters::default()),
+        mtu: usize::from(plan.net.mtu),
+    };
+    let mut threads = datapath::spawn(&shared).map_err(|e| IoError::sys("spawn data path", e))?;
+    let (e2, stop2) = (engine.clone(), stop.clone());
+    threads.push(
+        std::thread::Builder::new()
+            .name("control".into())
+            .spawn(move || {
+                control.serve(&stop2, |req| match req {
+                    "show" => serde_json::to_string(&e2.snapshot(&info, unix_now()))
+                        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
+                    other => format!("{{\"error\":\"unknown request {other:?}\"}}"),
+                })
+            })
+            .map_err(|e| IoError::sys("spawn control thread", e))?,
+    );
+
+    timer_loop(&shared);
+
+    tracing::info!(iface = %plan.iface, "shutting down");
+    for h in &plan.hooks.pre_down {
+        if let Err(e) = cmd::hook(h, &plan.iface) {
+            tracing::warn!("PreDown: {e}");
+        }
+    }
+    stop.store(true, Relaxed);
+    for t in threads {
+        let _ = t.join();
+    }
+    drop(shared);
+    drop(tun); // last reference: the link and its routes disappear
+    drop(applied); // policy rules
+    for h in &plan.hooks.post_down {
+        if let Err(e) = cmd::hook(h, &plan.iface) {
+            tracing::warn!("PostDown: {e}");
+        }
+    }
+    Ok(())
+}
+
+/// Drives every peer's timers and the rate limiter until `stop`.
+fn timer_loop(s: &Shared) {
+    let mut buf = vec![0u8; MIN_DST.max(256)];
+    while !s.stop.load(Relaxed) {
+        s.engine.reset_rate_limiter();
+        for i in 0..s.engine.peers().len() {
+            if let Some((to, d)) = s.engine.tick(i, &mut buf) {
+                datapath::send_one(s, d, to);
+            }
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
