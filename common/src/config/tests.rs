@@ -247,3 +247,26 @@ fn load_missing_file_is_one_error_naming_the_path() {
         "{s}"
     );
 }
+
+#[test]
+fn readme_examples_parse_as_documented() {
+    let readme = std::fs::read_to_string(configs_dir().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```ini\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    let from_disk = load(&configs_dir().join("box.conf")).unwrap();
+    let c = ok(blocks[0]);
+    assert_eq!(c.interface, from_disk.interface);
+    assert_eq!(c.peers[0].allowed_ips, from_disk.peers[0].allowed_ips);
+    let p = ok(&blocks.concat()).pep.unwrap();
+    assert_eq!(p.mode, PepMode::Split);
+    assert_eq!(
+        p.bypass,
+        [BypassRule::Port(22), BypassRule::Ports(5060, 5070)]
+    );
+    // The figure the README gives for geo: 2 × 10 Mbit/s / 8 × 500 ms.
+    assert_eq!(p.segment_buffer_bytes(), 1_250_000);
+}
