@@ -113,16 +113,10 @@ pub fn parse(file_name: &str, text: &str) -> Result<Config, ConfigErrors> {
     }
     let config = finish(&mut ctx, iface, peers, pep);
     let mut errors = ctx.errors;
-    if errors.is_empty() {
-        if let Some(c) = config {
-            return Ok(c);
-        }
-        errors.push(ConfigError::new(
-            file_name,
-            0,
-            "-",
-            ErrorKind::MissingSection("Interface"),
-        ));
+    match config {
+        Some(c) if errors.is_empty() => return Ok(c),
+        // `finish` returns `None` only after recording why (no [Interface]).
+        _ => debug_assert!(!errors.is_empty()),
     }
     errors.sort_by_key(|e| e.line);
     Err(ConfigErrors(errors))
