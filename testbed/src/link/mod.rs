@@ -5,6 +5,7 @@ pub mod capacity;
 pub mod delay;
 pub mod loss;
 pub mod model;
+mod parse;
 pub mod profile;
 pub mod queue;
 pub mod schedule;
@@ -20,3 +21,8 @@ pub use profile::{workspace_root, Direction, DirectionSpec, Profile, ProfileErro
 pub use queue::{HeldFrame, QueueLimit};
 pub use schedule::{starlink_aligned_start, ReconfigSchedule, STARLINK_OFFSET, STARLINK_PERIOD};
 pub use trace::{DelayTrace, RateTrace, TraceError, DELAY_SLOT, OPPORTUNITY_BYTES};
+
+#[cfg(test)]
+mod model_tests;
+#[cfg(test)]
+mod profile_tests;
