@@ -209,7 +209,7 @@ fn real_trace_capacity_matches_its_description() {
 fn real_trace_reconfigurations_every_15s_from_8_75s() {
     let p = load("leo-starlink");
     let det = p.detected_instants();
-    println!("detected: {det:?}");
+    println!("detected: {det:?}; fitted: {:?}", p.reconfig());
     assert_eq!(det.len(), 8, "{det:?}");
     for (k, t) in det.iter().enumerate() {
         let want = 8.75 + 15.0 * k as f64;
