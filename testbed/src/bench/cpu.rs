@@ -1,0 +1,46 @@
+//! CPU time of processes from `/proc/PID/stat` (utime + stime), for CPU-per-Gbit figures.
+
+use std::time::Duration;
+
+/// User + system CPU time consumed so far by `pid` (all its threads).
+pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name (field 2) may contain spaces: fields are counted after its ')'.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or_else(|| anyhow::anyhow!("/proc/{pid}/stat: no ')'"))?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': field 3 is f[0], so utime (14) is f[11] and stime (15) is f[12].
+    let ticks: u64 = f
+        .get(11)
+        .zip(f.get(12))
+        .and_then(|(u, s)| Some(u.parse::<u64>().ok()? + s.parse::<u64>().ok()?))
+        .ok_or_else(|| anyhow::anyhow!("/proc/{pid}/stat: no utime/stime"))?;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)?.unwrap_or(100) as u64;
+    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+/// Sum of [`cpu_time`] over `pids`.
+pub fn total(pids: &[u32]) -> anyhow::Result<Duration> {
+    pids.iter().map(|p| cpu_time(*p)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_cpu_time_grows_with_work() {
+        let me = std::process::id();
+        let a = cpu_time(me).unwrap();
+        let mut x = 0u64;
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(150) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let b = cpu_time(me).unwrap();
+        assert!(b > a, "{a:?} -> {b:?}");
+    }
+}

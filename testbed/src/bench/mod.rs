@@ -1,0 +1,24 @@
+//! Benchmarks (not tests): whole setups in a namespace topology, measured and printed.
+//! `starpep-bench <subcommand>`; `tunnel` compares the WireGuard data paths on bare veth.
+
+pub mod cpu;
+pub mod iperf;
+pub mod tunnel;
+pub mod vpn;
+
+use std::path::PathBuf;
+
+/// A binary next to the running one (`target/<profile>/NAME`), built by the same cargo build.
+pub fn sibling_bin(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let p = exe
+        .parent()
+        .ok_or_else(|| anyhow::anyhow!("no parent dir of {}", exe.display()))?
+        .join(name);
+    anyhow::ensure!(
+        p.exists(),
+        "{} not built (cargo build --release --workspace --bins)",
+        p.display()
+    );
+    Ok(p)
+}

@@ -1,0 +1,25 @@
+//! starpep-bench: the benchmarks (not tests) of StarPEP-WG; each subcommand builds its own
+//! namespace topology, measures, and prints what it measured (root).
+
+use clap::{Parser, Subcommand};
+use starpep_testbed::bench;
+
+#[derive(Parser)]
+#[command(name = "starpep-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Throughput and CPU/Gbit through the tunnel on bare veth: ours vs wireguard-go (A/B/A/B).
+    Tunnel(bench::tunnel::TunnelArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Tunnel(a) => bench::tunnel::run(&a).map(|_| ()),
+    }
+}
