@@ -69,7 +69,8 @@ pub fn spawn(shared: &Shared) -> std::io::Result<Vec<JoinHandle<()>>> {
 /// batch with one sendmmsg; runs of equal-size datagrams to one endpoint go as one GSO train.
 fn tx_loop(s: &Shared) {
     let slot = (s.mtu + DATA_OVERHEAD + 16).max(MIN_DST);
-    let mut input = vec![0u8; s.mtu.max(1500) + 64];
+    // Never more than a slot can encrypt (a TUN read is cut to the buffer).
+    let mut input = vec![0u8; slot - DATA_OVERHEAD];
     let mut out: Vec<Vec<u8>> = (0..TX_BATCH).map(|_| vec![0u8; slot]).collect();
     let mut lens = [0usize; TX_BATCH];
     let mut dests: [Option<SocketAddr>; TX_BATCH] = [None; TX_BATCH];

@@ -34,6 +34,8 @@ pub struct Plan {
     /// route needs the policy-routing trick.
     pub socket_mark: Option<u32>,
     pub hooks: Hooks,
+    /// The `[PEP]` section, for what runs on top of the tunnel (see `run::Attach`).
+    pub pep: Option<crate::config::Pep>,
 }
 
 /// Checks role rules and resolves endpoints. Every problem is reported, as
@@ -110,6 +112,7 @@ pub fn plan(
             pre_down: i.pre_down.clone(),
             post_down: i.post_down.clone(),
         },
+        pep: cfg.pep.clone(),
         net,
     })
 }

@@ -4,6 +4,10 @@
 //! the system changes until all of that worked), then PreUp, TUN, addresses/MTU/routes/rules,
 //! PostUp. A failure after that point undoes what was done. Shutdown: PreDown, stop the data
 //! path, close the TUN (its routes go with it), remove the rules, PostDown.
+//!
+//! What runs on top of the tunnel (the TCP-splitting PEP of a later issue) plugs in through
+//! [`run_with`]: an [`Attach`] function is called once the interface is up (after PostUp, data
+//! path running) and the [`Attachment`]s it returns are stopped first on shutdown.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -27,17 +31,39 @@ const TICK: Duration = Duration::from_millis(100);
 pub fn validate(role: Role, path: &Path) -> Result<Plan, DaemonError> {
     let iface = config::interface_name(path).map_err(|e| DaemonError::Config(e.to_string()))?;
     let cfg = config::load(path).map_err(|e| DaemonError::Config(e.to_string()))?;
-    if cfg.pep.is_some() {
-        tracing::info!("[PEP] section present (TCP splitting is not part of this build yet)");
-    }
     if !cfg.interface.dns.is_empty() {
         tracing::warn!("DNS = is not applied by the daemon (configure the resolver yourself)");
     }
     plan(role, &iface, &cfg, |e| e.resolve()).map_err(|v| DaemonError::Config(v.join("\n")))
 }
 
-/// Runs the daemon for the config at `path` until SIGINT or SIGTERM.
+/// What an [`Attach`] function sees of the interface it runs on.
+pub struct UpContext<'a> {
+    pub role: Role,
+    pub plan: &'a Plan,
+    /// The UDP port actually bound.
+    pub listen_port: u16,
+    pub engine: &'a Arc<Engine>,
+    /// Set when the daemon shuts down.
+    pub stop: &'a Arc<AtomicBool>,
+}
+
+/// Something running on top of the tunnel; stopped before the tunnel goes down.
+pub trait Attachment: Send {
+    fn stop(self: Box<Self>);
+}
+
+/// Starts what runs on top of the tunnel once it is up. An error brings the interface down
+/// again and makes `run` fail.
+pub type Attach<'f> = &'f dyn Fn(&UpContext) -> Result<Vec<Box<dyn Attachment>>, DaemonError>;
+
+/// Runs the daemon for the config at `path` until SIGINT or SIGTERM (the tunnel alone).
 pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
+    run_with(role, path, &|_| Ok(Vec::new()))
+}
+
+/// [`run`] with `attach` started on top of the running tunnel.
+pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonError> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while shutting down exits at once (status 1).
@@ -96,6 +122,24 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
             .map_err(|e| IoError::sys("spawn control thread", e))?,
     );
 
+    let attached = attach(&UpContext {
+        role,
+        plan: &plan,
+        listen_port: udp.port(),
+        engine: &engine,
+        stop: &stop,
+    });
+    let attached = match attached {
+        Ok(a) => a,
+        Err(e) => {
+            stop.store(true, Relaxed);
+            for t in threads {
+                let _ = t.join();
+            }
+            return Err(e);
+        }
+    };
+
     timer_loop(&shared);
 
     tracing::info!(iface = %plan.iface, "shutting down");
@@ -103,6 +147,9 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
         if let Err(e) = cmd::hook(h, &plan.iface) {
             tracing::warn!("PreDown: {e}");
         }
+    }
+    for a in attached {
+        a.stop();
     }
     stop.store(true, Relaxed);
     for t in threads {
