@@ -128,13 +128,8 @@ pub fn up(topo: &Topology, setup: Setup, tag: &str) -> anyhow::Result<Running> {
             }
         }
         Setup::WireguardGo | Setup::BoringtunCli => {
-            let prog = if setup == Setup::WireguardGo {
-                "wireguard-go"
-            } else {
-                "boringtun-cli"
-            };
-            let bx = uapi_daemon(topo, Node::Box, prog, &bi)?;
-            let pop = uapi_daemon(topo, Node::Pop, prog, &pi)?;
+            let bx = uapi_daemon(topo, Node::Box, setup, &bi)?;
+            let pop = uapi_daemon(topo, Node::Pop, setup, &pi)?;
             let run = Running {
                 procs: vec![bx, pop],
                 uapi: [&bi, &pi]
@@ -226,12 +221,31 @@ fn daemon(
     }
 }
 
-fn uapi_daemon(topo: &Topology, node: Node, prog: &str, iface: &str) -> anyhow::Result<Proc> {
-    let p = topo.spawn(
-        node,
-        &format!("{prog}-{iface}"),
-        &["env", "WG_PROCESS_FOREGROUND=1", prog, "-f", iface],
-    )?;
+fn uapi_daemon(topo: &Topology, node: Node, setup: Setup, iface: &str) -> anyhow::Result<Proc> {
+    let p = if setup == Setup::WireguardGo {
+        topo.spawn(
+            node,
+            &format!("wireguard-go-{iface}"),
+            &[
+                "env",
+                "WG_PROCESS_FOREGROUND=1",
+                "wireguard-go",
+                "-f",
+                iface,
+            ],
+        )?
+    } else {
+        // `cargo install boringtun-cli`; BORINGTUN_CLI names the binary if not on PATH.
+        let prog = std::env::var("BORINGTUN_CLI").unwrap_or_else(|_| "boringtun-cli".into());
+        let log = topo.tmpdir().join(format!("boringtun-{iface}.out"));
+        let log = log.display().to_string();
+        topo.spawn(
+            node,
+            &format!("boringtun-cli-{iface}"),
+            &[&prog, "-f", "--disable-drop-privileges", "-l", &log, iface],
+        )?
+    };
+    let prog = setup.name();
     let end = Instant::now() + Duration::from_secs(10);
     while !std::path::Path::new(&format!("/var/run/wireguard/{iface}.sock")).exists() {
         anyhow::ensure!(Instant::now() < end, "{prog} {iface} not up: {}", p.log());
