@@ -2,6 +2,7 @@
 //! namespace topology used by every netns test and benchmark, and the measurement tools.
 
 pub mod bench;
+pub mod calibrate;
 pub mod emu;
 pub mod link;
 pub mod tools;

@@ -1,9 +1,12 @@
 //! satlink emulator I/O: AF_PACKET sockets in the `sat` namespace driving `link` in real time.
 
 pub mod afpacket;
+mod model;
 pub mod pool;
 pub mod pump;
+pub mod report;
 pub mod run;
+pub mod session;
 pub mod stats;
 pub mod sys;
 

@@ -31,16 +31,15 @@ pub trait FrameIo {
 
 /// What the pump needs from a link model (implemented by `link::LinkModel` in `model.rs`).
 pub trait Link<P> {
-    /// Offers a frame arriving at `now`; false if the link dropped it.
+    /// Offers a frame (`len` = bytes the model charges) arriving at `now`; false if dropped.
     fn offer(&mut self, now: Duration, len: usize, pkt: P) -> bool;
     /// When the next frame is due out, if any is held.
     fn next_wakeup(&self) -> Option<Duration>;
-    /// The next frame due at or before `now`.
-    fn dequeue(&mut self, now: Duration) -> Option<P>;
+    /// The next frame due at or before `now`, with its queueing delay (arrival to the moment
+    /// its last byte left the bottleneck).
+    fn dequeue(&mut self, now: Duration) -> Option<(P, Duration)>;
     /// Frames and bytes waiting in the bottleneck queue.
     fn queue_len(&self) -> (usize, usize);
-    /// The propagation delay the link gives a frame arriving at `t`.
-    fn base_delay_at(&self, t: Duration) -> Duration;
     fn counters(&self) -> LinkCounters;
 }
 
@@ -71,13 +70,16 @@ impl Default for PumpConfig {
     }
 }
 
-/// A frame held by the model: its pool slot, length and arrival (virtual time).
+/// A frame held by the model: its pool slot and frame length.
 #[derive(Debug, Clone, Copy)]
 pub struct Held {
     slot: u32,
     len: u32,
-    arrival: Duration,
 }
+
+/// Ethernet header bytes: the model is charged the IP packet (mahimahi's opportunities carry
+/// 1500-byte MTU packets), not the frame.
+const ETH_HEADER: usize = 14;
 
 /// Per-bin accumulators between two samples.
 #[derive(Debug, Default, Clone, Copy)]
@@ -213,9 +215,9 @@ impl<I: FrameIo, L: Link<Held>> Pump<I, L> {
             let held = Held {
                 slot: h,
                 len: f.len as u32,
-                arrival: now,
             };
-            if !self.model.offer(now, f.len, held) {
+            let charged = f.len.saturating_sub(ETH_HEADER).max(1);
+            if !self.model.offer(now, charged, held) {
                 self.pool.release(h);
             }
         }
@@ -227,7 +229,7 @@ impl<I: FrameIo, L: Link<Held>> Pump<I, L> {
             if due > now {
                 break;
             }
-            let Some(held) = self.model.dequeue(now) else {
+            let Some((held, qdelay)) = self.model.dequeue(now) else {
                 break;
             };
             let slot = self.pool.slot_size();
@@ -239,10 +241,8 @@ impl<I: FrameIo, L: Link<Held>> Pump<I, L> {
             self.tx_lens[n] = len;
             self.tx_due[n] = due;
             self.tx_n += 1;
-            let sojourn = due.saturating_sub(held.arrival);
-            let qdelay = sojourn.saturating_sub(self.model.base_delay_at(held.arrival));
             self.bin.delivered_pkts += 1;
-            self.bin.delivered_bytes += len as u64;
+            self.bin.delivered_bytes += len.saturating_sub(ETH_HEADER).max(1) as u64;
             self.bin.qdelay_sum += qdelay;
             self.bin.qdelay_max = self.bin.qdelay_max.max(qdelay);
             if self.tx_n == MAX_BATCH {

@@ -54,6 +54,9 @@ pub struct LinkCounters {
     pub dropped_queue: u64,
     pub dropped_loss: u64,
     pub dropped_outage: u64,
+    /// Frames past the bottleneck, still propagating.
+    pub in_flight: u64,
+    pub max_queue_pkts: u64,
 }
 
 /// One occupancy sample, taken every `sample_every` (100 ms) of virtual time.
@@ -63,9 +66,9 @@ pub struct Sample {
     pub t_ms: u64,
     pub queue_pkts: u64,
     pub queue_bytes: u64,
-    /// Bytes released during the bin.
+    /// Bytes released during the bin, as the model charges them (IP packet, no Ethernet header).
     pub delivered_bytes: u64,
-    /// Queueing delay (sojourn minus the base delay at arrival) of packets released in the bin.
+    /// Queueing delay (arrival to leaving the bottleneck) of frames released in the bin.
     pub qdelay_mean_ms: f64,
     pub qdelay_max_ms: f64,
 }

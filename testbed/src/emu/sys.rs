@@ -281,3 +281,15 @@ pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
         Ok(())
     }
 }
+
+/// Asks the kernel (PM QoS, `/dev/cpu_dma_latency`) for 0 µs wake-up latency for as long as
+/// the returned file stays open: idle CPUs poll instead of halting, so timer and packet
+/// wake-ups arrive in tens of µs instead of up to milliseconds (measured on this VM).
+pub fn hold_zero_wake_latency() -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")?;
+    f.write_all(&0i32.to_ne_bytes())?;
+    Ok(f)
+}

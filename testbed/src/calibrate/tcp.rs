@@ -1,0 +1,97 @@
+//! TCP sanity: iperf3 (`-J`) downlink transfers with BBR and CUBIC; BBR must reach 85 % of a
+//! lossless constant rate, CUBIC must be far lower when the profile loses packets.
+
+use std::time::Duration;
+
+use super::bed::Bed;
+use super::reference::constant_rate;
+use super::table::Row;
+use super::{CalError, Ctx};
+use crate::link::Direction;
+use crate::topo::addr::BOX_WAN;
+use crate::topo::Node;
+
+/// Downlink goodput (bits/s, receiver side) of one iperf3 run from POP to box.
+pub fn iperf3_down(bed: &Bed, cc: &str, secs: u32, omit: u32) -> Result<f64, CalError> {
+    let box_ip = BOX_WAN.to_string();
+    let _server = bed.topo.spawn(
+        Node::Box,
+        &format!("iperf3-server-{cc}"),
+        &["iperf3", "-s", "-1", "-B", &box_ip, "-p", "5201"],
+    )?;
+    std::thread::sleep(Duration::from_millis(300));
+    let out = bed.topo.run_ok(
+        Node::Pop,
+        &[
+            "iperf3",
+            "-c",
+            &box_ip,
+            "-p",
+            "5201",
+            "-t",
+            &secs.to_string(),
+            "-O",
+            &omit.to_string(),
+            "-C",
+            cc,
+            "-J",
+        ],
+    )?;
+    let v: serde_json::Value = serde_json::from_str(&out)
+        .map_err(|e| CalError::Measure(format!("iperf3 -J output: {e}")))?;
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .ok_or_else(|| CalError::Measure(format!("iperf3: no sum_received in {out:.300}")))
+}
+
+pub fn tcp_rows(ctx: &Ctx, bed: &Bed) -> Result<Vec<Row>, CalError> {
+    let spec = ctx.profile.direction(Direction::Down);
+    let Some(rate) = constant_rate(spec) else {
+        return Ok(Vec::new());
+    };
+    let (secs, omit) = if ctx.quick { (6, 3) } else { (10, 4) };
+    let lossy = spec.loss.mean_loss() > 0.0 || ctx.profile.up().loss.mean_loss() > 0.0;
+    let mbit = |b: f64| {
+        format!(
+            "{:.2} Mbit/s ({:.0}% of {:.0})",
+            b / 1e6,
+            b * 100.0 / rate as f64,
+            rate as f64 / 1e6
+        )
+    };
+    let bbr = iperf3_down(bed, "bbr", secs, omit)?;
+    let mut rows = vec![ctx.row(
+        "TCP BBR goodput (iperf3, down)",
+        "down",
+        mbit(bbr),
+        if lossy {
+            "reported".into()
+        } else {
+            "≥ 85% of the rate".into()
+        },
+        if lossy {
+            "—".into()
+        } else {
+            "≥ 85%".into()
+        },
+        (!lossy).then_some(bbr >= 0.85 * rate as f64),
+    )];
+    let cubic = iperf3_down(bed, "cubic", secs, omit)?;
+    rows.push(ctx.row(
+        "TCP CUBIC goodput (iperf3, down)",
+        "down",
+        mbit(cubic),
+        if lossy {
+            "far below the rate".into()
+        } else {
+            "reported".into()
+        },
+        if lossy {
+            "< 50% of the rate".into()
+        } else {
+            "—".into()
+        },
+        lossy.then_some(cubic < 0.5 * rate as f64),
+    ));
+    Ok(rows)
+}
