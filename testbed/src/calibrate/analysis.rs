@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::udp::{Rx, WIRE_OVERHEAD};
+use super::udp::{Rx, IP_OVERHEAD};
 
 /// The `q` quantile (0..=1, nearest rank) of `v`; NaN when empty. Sorts `v`.
 pub fn percentile(v: &mut [f64], q: f64) -> f64 {
@@ -28,12 +28,13 @@ pub fn binomial_interval95(n: u64, p: f64) -> (f64, f64) {
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
-/// Wire (L2) bytes a received datagram occupied on the emulated link.
-pub fn wire_bytes(rx: &Rx) -> u64 {
-    (rx.len + WIRE_OVERHEAD) as u64
+/// Bytes the link model charged for a received datagram: its IP packet (UDP payload + UDP
+/// and IPv4 headers; the Ethernet header is not charged, as in mahimahi).
+pub fn link_bytes(rx: &Rx) -> u64 {
+    (rx.len + IP_OVERHEAD) as u64
 }
 
-/// Sums wire bytes per window of length `window`, keyed by window index, where each datagram
+/// Sums link bytes ([`link_bytes`]) per window of length `window`, keyed by window index, where each datagram
 /// is placed at `at(rx)` (virtual time since the replay start; None = outside the replay).
 pub fn bytes_per_window(
     rx: &[Rx],
@@ -44,7 +45,7 @@ pub fn bytes_per_window(
     for r in rx {
         if let Some(t) = at(r) {
             let k = (t.as_nanos() / window.as_nanos().max(1)) as u64;
-            *m.entry(k).or_insert(0) += wire_bytes(r);
+            *m.entry(k).or_insert(0) += link_bytes(r);
         }
     }
     m
@@ -109,13 +110,13 @@ mod tests {
     }
 
     #[test]
-    fn windows_sum_wire_bytes() {
+    fn windows_sum_link_bytes() {
         let v = [rx(0, 100, 1458), rx(1, 900, 1458), rx(2, 1100, 100)];
         let m = bytes_per_window(&v, Duration::from_secs(1), |r| {
             Some(Duration::from_nanos(r.recv_ns))
         });
-        assert_eq!(m[&0], 2 * 1500);
-        assert_eq!(m[&1], 142);
+        assert_eq!(m[&0], 2 * 1486);
+        assert_eq!(m[&1], 128);
     }
 
     #[test]

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use super::analysis::{bytes_per_window, diff_ms, percentile, virt};
 use super::bed::{Bed, Dir};
-use super::delay::IP_OVERHEAD;
 use super::probe::{self, Flow};
 use super::reference::{self, constant_rate, full_queue_delay, peak_capacity};
 use super::table::Row;
+use super::udp::IP_OVERHEAD;
 use super::{CalError, Ctx};
 
 /// Full-size datagrams: 1500-byte IP packets, one mahimahi opportunity each.

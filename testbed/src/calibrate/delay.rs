@@ -8,7 +8,7 @@ use super::bed::{Bed, Dir};
 use super::probe::{self, Flow, FlowResult};
 use super::reference::{self, constant_rate};
 use super::table::Row;
-use super::udp::WIRE_OVERHEAD;
+use super::udp::IP_OVERHEAD;
 use super::{CalError, Ctx};
 use crate::link::DelaySpec;
 use crate::topo::addr::POP_WAN;
@@ -16,8 +16,6 @@ use crate::topo::Node;
 
 /// Probe UDP payload: IP packet of 60 bytes.
 const PAYLOAD: usize = 32;
-/// The model is charged the IP packet: payload + UDP + IPv4 headers.
-pub const IP_OVERHEAD: usize = WIRE_OVERHEAD - 14;
 
 /// Probes every 10 ms, placed mid-slot (5.5 ms into a 10 ms delay slot, half-way between two
 /// 1 ms trace opportunities) so the µs of veth and scheduling before satlink stamps the

@@ -49,7 +49,7 @@ pub fn tcp_rows(ctx: &Ctx, bed: &Bed) -> Result<Vec<Row>, CalError> {
     let Some(rate) = constant_rate(spec) else {
         return Ok(Vec::new());
     };
-    let (secs, omit) = if ctx.quick { (6, 3) } else { (10, 4) };
+    let (secs, omit) = if ctx.quick { (8, 4) } else { (16, 4) };
     let lossy = spec.loss.mean_loss() > 0.0 || ctx.profile.up().loss.mean_loss() > 0.0;
     let mbit = |b: f64| {
         format!(

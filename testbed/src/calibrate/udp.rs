@@ -19,8 +19,8 @@ use crate::emu::sys;
 const MAGIC: u32 = 0x5350_434c; // "SPCL"
 /// Bytes of header a calibration datagram carries: magic, flow, seq, send time.
 pub const HEADER: usize = 24;
-/// Ethernet + IPv4 + UDP header bytes around a payload: what one datagram costs on the link.
-pub const WIRE_OVERHEAD: usize = 14 + 20 + 8;
+/// IPv4 + UDP header bytes around a payload: the link model charges the IP packet.
+pub const IP_OVERHEAD: usize = 20 + 8;
 
 /// How a sender paces its datagrams.
 #[derive(Debug, Clone)]
@@ -37,13 +37,6 @@ pub struct SendPlan {
     pub count: u64,
     /// Wake up at most this often (datagrams that fell due meanwhile go out as a burst).
     pub min_sleep: Duration,
-}
-
-impl SendPlan {
-    /// The interval that makes `payload`-byte datagrams fill `rate_bps` on the wire (L2 bytes).
-    pub fn interval_for(rate_bps: f64, payload: usize) -> Duration {
-        Duration::from_secs_f64((payload + WIRE_OVERHEAD) as f64 * 8.0 / rate_bps)
-    }
 }
 
 /// What a sender did.

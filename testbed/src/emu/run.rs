@@ -79,7 +79,13 @@ pub fn start<L: Link<Held> + Send + 'static>(
         rx: RxPort::open(right)?,
         tx: TxPort::open(left)?,
     };
-    let epoch = sys::mono_now() + start_unix.saturating_sub(sys::realtime_now());
+    // The monotonic instant of `start_unix` (which may lie a little in the past).
+    let (mono, real) = (sys::mono_now(), sys::realtime_now());
+    let epoch = if start_unix >= real {
+        mono + (start_unix - real)
+    } else {
+        mono.saturating_sub(real - start_unix)
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let shared = [
         Arc::new(Mutex::new(DirSnapshot::default())),
