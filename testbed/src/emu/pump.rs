@@ -107,6 +107,8 @@ pub struct Pump<I: FrameIo, L: Link<Held>> {
     next_sample: Duration,
     last_warn: Option<Duration>,
     late_since_warn: u64,
+    /// Samples not yet handed to `shared` (its lock was busy).
+    pending: Vec<Sample>,
     shared: Arc<Mutex<DirSnapshot>>,
 }
 
@@ -137,6 +139,7 @@ impl<I: FrameIo, L: Link<Held>> Pump<I, L> {
             next_sample: cfg.sample_every,
             last_warn: None,
             late_since_warn: 0,
+            pending: Vec::with_capacity(64),
             shared,
         }
     }
@@ -164,7 +167,7 @@ impl<I: FrameIo, L: Link<Held>> Pump<I, L> {
             self.step()?;
         }
         let now = self.vnow();
-        self.publish(now, false);
+        self.publish(now, false, true);
         Ok(())
     }
 
@@ -176,7 +179,7 @@ impl<I: FrameIo, L: Link<Held>> Pump<I, L> {
         let got = self.receive()?;
         let now = self.vnow();
         if now >= self.next_sample {
-            self.publish(now, true);
+            self.publish(now, true, false);
         }
         if got == MAX_BATCH {
             return Ok(()); // more may be waiting: no sleep
@@ -299,15 +302,15 @@ impl<I: FrameIo, L: Link<Held>> Pump<I, L> {
         Ok(())
     }
 
-    /// Publishes counters (and, with `sample`, closes the current occupancy bin).
-    fn publish(&mut self, now: Duration, sample: bool) {
+    /// Closes the current occupancy bin if `sample`, then publishes counters and the pending
+    /// samples. Never waits for the lock unless `wait` (the final publication): a reporter
+    /// holding it (a normal-priority thread, possibly preempted) must not delay a release.
+    fn publish(&mut self, now: Duration, sample: bool, wait: bool) {
         let (pkts, bytes) = self.model.queue_len();
-        let mut snap = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if sample {
             let b = std::mem::take(&mut self.bin);
-            let t = self.next_sample;
-            snap.series.push(Sample {
-                t_ms: t.as_millis() as u64,
+            self.pending.push(Sample {
+                t_ms: self.next_sample.as_millis() as u64,
                 queue_pkts: pkts as u64,
                 queue_bytes: bytes as u64,
                 delivered_bytes: b.delivered_bytes,
@@ -322,6 +325,15 @@ impl<I: FrameIo, L: Link<Held>> Pump<I, L> {
                 self.next_sample += self.cfg.sample_every;
             }
         }
+        let mut snap = match self.shared.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) if !wait => return,
+            Err(std::sync::TryLockError::WouldBlock) => {
+                self.shared.lock().unwrap_or_else(|e| e.into_inner())
+            }
+        };
+        snap.series.append(&mut self.pending);
         snap.io = self.io_stats;
         snap.link = self.model.counters();
         snap.queue_pkts = pkts as u64;
