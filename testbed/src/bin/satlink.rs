@@ -71,7 +71,7 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "aligned")]
         start: Start,
         /// Sleep until this many µs before a release, then spin.
-        #[arg(long, default_value_t = 50)]
+        #[arg(long, default_value_t = 30)]
         spin_us: u64,
         /// Queue occupancy sample period (ms).
         #[arg(long, default_value_t = 100)]

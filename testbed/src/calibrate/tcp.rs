@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::bed::Bed;
-use super::reference::constant_rate;
+use super::bed::{Bed, Dir};
+use super::reference::{self, constant_rate};
 use super::table::Row;
 use super::{CalError, Ctx};
 use crate::link::Direction;
@@ -44,6 +44,21 @@ pub fn iperf3_down(bed: &Bed, cc: &str, secs: u32, omit: u32) -> Result<f64, Cal
         .ok_or_else(|| CalError::Measure(format!("iperf3: no sum_received in {out:.300}")))
 }
 
+/// The mean base RTT (down + up delay) over the next 30 s of the replay.
+fn base_rtt(ctx: &Ctx, bed: &Bed) -> Duration {
+    let down = reference::model(ctx.profile, Dir::Down, ctx.seed);
+    let up = reference::model(ctx.profile, Dir::Up, ctx.seed);
+    let t0 = bed.vnow();
+    let n = 3000u32;
+    let sum: Duration = (0..n)
+        .map(|i| {
+            let t = t0 + Duration::from_millis(10) * i;
+            down.base_delay_at(t) + up.base_delay_at(t)
+        })
+        .sum();
+    sum / n
+}
+
 pub fn tcp_rows(ctx: &Ctx, bed: &Bed) -> Result<Vec<Row>, CalError> {
     let spec = ctx.profile.direction(Direction::Down);
     let Some(rate) = constant_rate(spec) else {
@@ -77,21 +92,31 @@ pub fn tcp_rows(ctx: &Ctx, bed: &Bed) -> Result<Vec<Row>, CalError> {
         (!lossy).then_some(bbr >= 0.85 * rate as f64),
     )];
     let cubic = iperf3_down(bed, "cubic", secs, omit)?;
+    // Loss-based TCP is bounded near MSS/RTT · 1.22/√p (Mathis et al.): "far below the rate"
+    // is only promised where that bound is (GEO-like RTTs); at LEO RTTs it is reported.
+    let p = spec.loss.mean_loss().max(ctx.profile.up().loss.mean_loss());
+    let rtt = base_rtt(ctx, bed);
+    let mathis = (p > 0.0).then(|| 1448.0 * 8.0 / rtt.as_secs_f64() * 1.22 / p.sqrt());
+    let judged = mathis.filter(|m| *m < 0.25 * rate as f64);
     rows.push(ctx.row(
         "TCP CUBIC goodput (iperf3, down)",
         "down",
         mbit(cubic),
-        if lossy {
-            "far below the rate".into()
-        } else {
-            "reported".into()
+        match mathis {
+            Some(m) => format!(
+                "Mathis bound {:.2} Mbit/s (RTT {:.0} ms, p {:.1}%)",
+                m / 1e6,
+                rtt.as_secs_f64() * 1e3,
+                p * 100.0
+            ),
+            None => "reported".into(),
         },
-        if lossy {
+        if judged.is_some() {
             "< 50% of the rate".into()
         } else {
             "—".into()
         },
-        lossy.then_some(cubic < 0.5 * rate as f64),
+        judged.map(|_| cubic < 0.5 * rate as f64),
     ));
     Ok(rows)
 }

@@ -61,7 +61,7 @@ pub struct PumpConfig {
 impl Default for PumpConfig {
     fn default() -> Self {
         PumpConfig {
-            spin: Duration::from_micros(50),
+            spin: Duration::from_micros(30),
             sample_every: Duration::from_millis(100),
             late_threshold: Duration::from_millis(1),
             max_wait: Duration::from_millis(20),
