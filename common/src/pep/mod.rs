@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod nft;
 pub mod plan;
 pub mod relay;
+pub mod routes;
 pub mod tcpinfo;
 
 #[cfg(test)]

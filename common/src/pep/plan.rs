@@ -272,3 +272,21 @@ impl Plan {
         }
     }
 }
+
+impl Plan {
+    /// Adds satellite-side devices found at start (the box without tunnel: where its
+    /// destination routes go). The box never intercepts on them.
+    pub fn with_satellite_devs(mut self, devs: &[String]) -> Plan {
+        for d in devs {
+            if !self.satellite_devs.contains(d) {
+                self.satellite_devs.push(d.clone());
+            }
+            if let (Role::Box, Intercept::AllExcept(ex)) = (self.role, &mut self.intercept) {
+                if !ex.contains(d) {
+                    ex.push(d.clone());
+                }
+            }
+        }
+        self
+    }
+}

@@ -213,3 +213,23 @@ fn table_names_are_nft_identifiers() {
     assert_eq!(table_name("wg0"), "starpep_wg0");
     assert_eq!(table_name("a.b-c=d+e"), "starpep_a_b_c_d_e");
 }
+
+#[test]
+fn the_box_without_tunnel_never_intercepts_on_its_satellite_devices() {
+    let mut c = split();
+    c.tunnel = TunnelMode::None;
+    let p = Plan::new(&c, Role::Box, &input(None))
+        .unwrap()
+        .with_satellite_devs(&["wan0".into(), "wan0".into()]);
+    assert_eq!(p.satellite_devs, vec!["wan0".to_string()]);
+    assert_eq!(
+        p.intercept,
+        Intercept::AllExcept(vec!["lo".into(), "wan0".into()])
+    );
+    // An explicit Intercept list stays as configured.
+    c.intercept = vec!["lan0".into()];
+    let p = Plan::new(&c, Role::Box, &input(None))
+        .unwrap()
+        .with_satellite_devs(&["wan0".into()]);
+    assert_eq!(p.intercept, Intercept::Only(vec!["lan0".into()]));
+}

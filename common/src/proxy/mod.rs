@@ -1,1 +1,285 @@
 //! PEP I/O shell: TPROXY listeners, per-flow relays (splice), nftables/policy routing, TCP socket options.
+//!
+//! [`Pep::start`] resolves the `[PEP]` section for the daemon's role, opens the transparent
+//! listeners, installs the nft table and policy routing, and runs the accept loops and one task
+//! per flow on the caller's tokio runtime. [`PepHandle`] gives the metrics for `show` and
+//! removes everything on [`PepHandle::shutdown`] (or on drop). See `docs/pep.md`.
+
+pub mod error;
+mod flow;
+mod listener;
+pub mod netcfg;
+pub mod pump;
+mod runner;
+mod sockopt;
+mod state;
+mod sys;
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ipnet::IpNet;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::{self, TunnelMode};
+use crate::pep::{Plan, PlanInput, Side};
+
+pub use crate::pep::{PepMetrics, Role};
+pub use error::ProxyError;
+pub use pump::RelayMode;
+pub use runner::{PepMonitor, PepRunner};
+
+use netcfg::NetCfg;
+use state::Shared;
+
+/// What the daemon tells the PEP.
+#[derive(Debug, Clone)]
+pub struct PepContext {
+    pub role: Role,
+    /// The daemon's interface name (config file stem): names the nft table `starpep_<name>`.
+    pub name: String,
+    /// The TUN device (`None` with `Tunnel = none`).
+    pub tunnel_if: Option<String>,
+    pub tunnel_mtu: Option<u32>,
+    /// Box: the peer's AllowedIPs, intercepted when `Destinations` is empty.
+    pub destinations_default: Vec<IpNet>,
+    /// WireGuard's FwMark, checked against the PEP's mark.
+    pub wg_fwmark: Option<u32>,
+    /// How flows move bytes (splice unless measuring).
+    pub relay: RelayMode,
+}
+
+impl PepContext {
+    pub fn new(role: Role, name: &str) -> PepContext {
+        PepContext {
+            role,
+            name: name.to_string(),
+            tunnel_if: None,
+            tunnel_mtu: None,
+            destinations_default: Vec::new(),
+            wg_fwmark: None,
+            relay: RelayMode::default(),
+        }
+    }
+}
+
+/// Entry point of the PEP.
+pub struct Pep;
+
+/// How often counters are read from nft while new flows pass unsplit.
+const COUNTER_REFRESH: Duration = Duration::from_secs(2);
+/// How long shutdown waits for flows to reset themselves.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+impl Pep {
+    /// Starts splitting on the current tokio runtime. Needs CAP_NET_ADMIN (transparent sockets,
+    /// nftables, policy routing). On error nothing stays installed.
+    pub async fn start(cfg: &config::Pep, ctx: PepContext) -> Result<PepHandle, ProxyError> {
+        let input = PlanInput {
+            name: ctx.name.clone(),
+            tunnel_if: ctx.tunnel_if.clone(),
+            tunnel_mtu: ctx.tunnel_mtu,
+            destinations_default: ctx.destinations_default.clone(),
+            wg_fwmark: ctx.wg_fwmark,
+        };
+        let mut plan = Plan::new(cfg, ctx.role, &input)?;
+        if ctx.role == Role::Box && cfg.tunnel == TunnelMode::None {
+            let nets: Vec<IpNet> = plan
+                .dst4
+                .iter()
+                .map(|n| IpNet::V4(*n))
+                .chain(plan.dst6.iter().map(|n| IpNet::V6(*n)))
+                .collect();
+            let devs = netcfg::route_devs(&nets);
+            tracing::info!("satellite side (routes toward the destinations): {devs:?}");
+            plan = plan.with_satellite_devs(&devs);
+        }
+        raise_nofile_limit();
+        let listen_opts = plan.opts(Side::Accepted).clone();
+        let port = plan.proxy_port;
+        let mut listeners = Vec::new();
+        if !plan.dst4.is_empty() {
+            let a = SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
+            listeners.push((a, sockopt::listener(a, &listen_opts)?));
+        }
+        if !plan.dst6.is_empty() {
+            let a = SocketAddr::from((Ipv6Addr::UNSPECIFIED, port));
+            match sockopt::listener(a, &listen_opts) {
+                Ok(l) => listeners.push((a, l)),
+                Err(e) if !listeners.is_empty() => tracing::warn!("IPv6 not split: {e}"),
+                Err(e) => return Err(e),
+            }
+        }
+        let listeners = listeners
+            .into_iter()
+            .map(|(a, s)| listener::to_tokio(s, a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let net = {
+            let plan = plan.clone();
+            tokio::task::spawn_blocking(move || NetCfg::apply(&plan))
+                .await
+                .map_err(|e| ProxyError::sys("nft setup task", std::io::Error::other(e)))??
+        };
+        let net = Arc::new(Mutex::new(net));
+        let (intercept_tx, intercept_rx) = watch::channel(true);
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        tracing::info!(
+            role = ?plan.role,
+            table = %plan.table,
+            port,
+            "PEP splitting TCP: intercept {:?}, destinations {:?} {:?}, bypass ports {:?}",
+            plan.intercept,
+            plan.dst4,
+            plan.dst6,
+            plan.bypass_ports
+        );
+        let shared = Arc::new(Shared::new(plan, ctx.relay, intercept_tx, shutdown_rx));
+        let mut tasks: Vec<JoinHandle<()>> = listeners
+            .into_iter()
+            .map(|l| tokio::spawn(listener::accept_loop(shared.clone(), l)))
+            .collect();
+        tasks.push(tokio::spawn(intercept_task(
+            shared.clone(),
+            net.clone(),
+            intercept_rx,
+        )));
+        Ok(PepHandle {
+            shared,
+            net,
+            shutdown_tx,
+            tasks,
+        })
+    }
+}
+
+/// Applies pause/resume decisions in order (latest wins) and refreshes the nft counters while
+/// flows pass unsplit.
+async fn intercept_task(
+    shared: Arc<Shared>,
+    net: Arc<Mutex<NetCfg>>,
+    mut rx: watch::Receiver<bool>,
+) {
+    let mut shutdown = shared.shutdown_rx.clone();
+    let mut applied = true;
+    loop {
+        tokio::select! {
+            r = rx.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                let on = *rx.borrow_and_update();
+                if on != applied {
+                    let n = net.clone();
+                    let res = tokio::task::spawn_blocking(move || {
+                        n.lock().unwrap_or_else(|e| e.into_inner()).set_intercepting(on)
+                    })
+                    .await;
+                    match res {
+                        Ok(Ok(())) => applied = on,
+                        Ok(Err(e)) => tracing::error!("{e}"),
+                        Err(e) => tracing::error!("nft task: {e}"),
+                    }
+                    shared.table(|t| t.set_intercepting(applied));
+                }
+                refresh_counters(&shared).await;
+            }
+            _ = tokio::time::sleep(COUNTER_REFRESH), if !applied => refresh_counters(&shared).await,
+            _ = until_shutdown(&mut shutdown) => return,
+        }
+    }
+}
+
+async fn refresh_counters(shared: &Arc<Shared>) {
+    let s = shared.clone();
+    let _ = tokio::task::spawn_blocking(move || match netcfg::read_counters(&s.plan.table) {
+        Ok((o, i)) => s.set_counters(o, i),
+        Err(e) => tracing::debug!("{e}"),
+    })
+    .await;
+}
+
+/// A running PEP. Dropping it without [`PepHandle::shutdown`] still removes the nft table and
+/// routing rules (and the flows end with the runtime).
+pub struct PepHandle {
+    shared: Arc<Shared>,
+    net: Arc<Mutex<NetCfg>>,
+    shutdown_tx: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl PepHandle {
+    /// Snapshot of the flow table and counters (nft counters as last read; see
+    /// [`PepHandle::refresh_counters`]).
+    pub fn metrics(&self) -> PepMetrics {
+        self.shared.metrics()
+    }
+
+    /// Reads the nft counters now (runs `nft`, a few ms; blocking).
+    pub fn refresh_counters(&self) -> Result<(), ProxyError> {
+        let (o, i) = netcfg::read_counters(&self.shared.plan.table)?;
+        self.shared.set_counters(o, i);
+        Ok(())
+    }
+
+    /// Live flows.
+    pub fn active_flows(&self) -> usize {
+        self.shared.table(|t| t.len())
+    }
+
+    /// Resets every flow (both sides get RST: a cut stream must not look complete), stops the
+    /// listeners and removes the nft table, rules and routes.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown_tx.send(true);
+        let end = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        while self.active_flows() > 0 && tokio::time::Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let n = self.net.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            n.lock().unwrap_or_else(|e| e.into_inner()).teardown()
+        })
+        .await;
+        tracing::info!("PEP stopped");
+        // Drop aborts what is left.
+    }
+}
+
+impl Drop for PepHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown_tx.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.net
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .teardown();
+    }
+}
+
+/// Flows hold two sockets and two pipes each: lift the soft descriptor limit to the hard one.
+fn raise_nofile_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::warn!("RLIMIT_NOFILE {soft} -> {hard}: {e}");
+            }
+        }
+    }
+}
+
+/// Resolves once the shutdown flag is set (at once if it already is). No guard is held across
+/// the await, so the future stays `Send`.
+async fn until_shutdown(rx: &mut watch::Receiver<bool>) {
+    loop {
+        if *rx.borrow_and_update() {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}

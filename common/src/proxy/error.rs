@@ -1,0 +1,31 @@
+//! Errors of the PEP shell: each says what was being done (plan, nft, routing, sockets).
+
+use std::io;
+
+use crate::io::IoError;
+use crate::pep::PlanError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("[PEP]: {0}")]
+    Plan(#[from] PlanError),
+    #[error("{what}: {source}")]
+    Sys {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("nft {what}: {stderr}")]
+    Nft { what: String, stderr: String },
+    #[error(transparent)]
+    Cmd(#[from] IoError),
+}
+
+impl ProxyError {
+    pub fn sys(what: impl Into<String>, source: io::Error) -> ProxyError {
+        ProxyError::Sys {
+            what: what.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! One split flow: connect toward the original destination, run both relay directions, sample
+//! TCP_INFO, execute resets and timeouts, and leave the flow table when done.
+
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use socket2::Socket;
+use tokio::io::Interest;
+use tracing::Instrument;
+
+use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo};
+
+use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
+use super::state::Shared;
+use super::{sockopt, sys};
+
+/// How often a flow refreshes its table record (bytes, state, TCP_INFO) and checks idleness.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs the flow to its end; never fails (every outcome is a final state in the table).
+pub async fn run(shared: Arc<Shared>, accepted: Socket, key: FlowKey, id: FlowId) {
+    let span = tracing::debug_span!("flow", id, client = %key.client, server = %key.server);
+    async move {
+        let (state, up, down) = relay_flow(&shared, accepted, key, id).await;
+        tracing::debug!(state = state.as_str(), up, down, "flow ended");
+        let change = shared.table(|t| t.remove(id, state, up, down));
+        shared.intercept_change(change);
+    }
+    .instrument(span)
+    .await
+}
+
+fn sample(s: &Socket, cc: &str) -> Option<SegmentInfo> {
+    let b = sys::tcp_info_bytes(s.as_fd()).ok()?;
+    TcpInfo::parse(&b).map(|i| i.to_segment(cc))
+}
+
+/// Connects and relays; returns the final state and the bytes each way.
+async fn relay_flow(
+    shared: &Shared,
+    accepted: Socket,
+    key: FlowKey,
+    id: FlowId,
+) -> (FlowState, u64, u64) {
+    let plan = &shared.plan;
+    let mut relay = Relay::new(plan.flow_buffer, plan.idle_timeout, Instant::now());
+    let reset_accepted = |s: &Socket| {
+        let _ = s.set_linger(Some(Duration::ZERO));
+    };
+    if let Err(e) = sockopt::apply(&accepted, plan.opts(Side::Accepted)) {
+        tracing::warn!("accepted socket options: {e}");
+    }
+    let spoof = plan.transparent_connect.then_some(key.client);
+    let connected = match sockopt::connect_start(key.server, spoof, plan.opts(Side::Connected)) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("{e}");
+            reset_accepted(&accepted);
+            relay.on(Event::ConnectFailed, Instant::now());
+            return (relay.state(), 0, 0);
+        }
+    };
+    let (accepted, connected) = match (sys::register(accepted), sys::register(connected)) {
+        (Ok(a), Ok(c)) => (a, c),
+        (a, _) => {
+            tracing::warn!("register flow sockets with the reactor failed");
+            if let Ok(a) = a {
+                reset_accepted(a.get_ref());
+            }
+            relay.on(Event::ConnectFailed, Instant::now());
+            return (relay.state(), 0, 0);
+        }
+    };
+    // Wait for the connect (the kernel's SYN retries bound it, as for a direct attempt).
+    let mut shutdown = shared.shutdown_rx.clone();
+    let outcome = tokio::select! {
+        r = connected.ready(Interest::WRITABLE | Interest::ERROR) => match r {
+            Ok(_) => match connected.get_ref().take_error() {
+                Ok(None) => connected.get_ref().peer_addr().map(|_| ()).map_err(|e| e.to_string()),
+                Ok(Some(e)) | Err(e) => Err(e.to_string()),
+            },
+            Err(e) => Err(e.to_string()),
+        },
+        _ = super::until_shutdown(&mut shutdown) => Err("daemon shutting down".into()),
+    };
+    if let Err(e) = outcome {
+        tracing::info!("connect {} failed: {e}; resetting the client", key.server);
+        reset_accepted(accepted.get_ref());
+        relay.on(Event::ConnectFailed, Instant::now());
+        return (relay.state(), 0, 0);
+    }
+    relay.on(Event::Connected, Instant::now());
+    let quick_ack = plan.opts(plan.satellite_side).quick_ack;
+    let io = FlowIo {
+        accepted,
+        connected,
+        relay: std::sync::Mutex::new(relay),
+        quick_ack: quick_ack.then_some(plan.satellite_side),
+    };
+    let ccs = [
+        sockopt::congestion_name(io.accepted.get_ref()),
+        sockopt::congestion_name(io.connected.get_ref()),
+    ];
+    let refresh = |io: &FlowIo| {
+        let (state, up, down) =
+            io.with_relay(|r| (r.state(), r.bytes(Dir::Up), r.bytes(Dir::Down)));
+        let a = sample(io.accepted.get_ref(), &ccs[0]);
+        let c = sample(io.connected.get_ref(), &ccs[1]);
+        let (sat, ter) = match plan.satellite_side {
+            Side::Accepted => (a, c),
+            Side::Connected => (c, a),
+        };
+        shared.table(|t| {
+            if let Some(r) = t.record_mut(id) {
+                r.state = state;
+                r.bytes_up = up;
+                r.bytes_down = down;
+                r.satellite = sat;
+                r.terrestrial = ter;
+            }
+        });
+    };
+    refresh(&io);
+    supervise(shared, &io, &refresh).await;
+    refresh(&io);
+    io.with_relay(|r| (r.state(), r.bytes(Dir::Up), r.bytes(Dir::Down)))
+}
+
+/// Both directions, the idle tick, error watches on half-closed sockets and shutdown.
+async fn supervise(shared: &Shared, io: &FlowIo, refresh: &(dyn Fn(&FlowIo) + Sync)) {
+    let mode = shared.mode;
+    let cap = shared.plan.flow_buffer;
+    let pipes = match mode {
+        RelayMode::Splice => match (Pipe::new(cap), Pipe::new(cap)) {
+            (Ok(a), Ok(b)) => Some([a, b]),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!("pipe for splice: {e}; copying through a buffer instead");
+                None
+            }
+        },
+        RelayMode::Copy => None,
+    };
+    let dir_fut = |dir: Dir| {
+        let pipe = pipes.as_ref().map(|p| &p[dir as usize]);
+        async move {
+            match pipe {
+                Some(p) => pump::splice_dir(io, dir, p).await,
+                None => pump::copy_dir(io, dir, cap).await,
+            }
+        }
+    };
+    let up = dir_fut(Dir::Up);
+    let down = dir_fut(Dir::Down);
+    tokio::pin!(up, down);
+    let (mut up_done, mut down_done) = (false, false);
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + SAMPLE_EVERY, SAMPLE_EVERY);
+    let mut shutdown = shared.shutdown_rx.clone();
+    let fail = |f: Failure| {
+        tracing::debug!("{:?} socket failed: {}", f.side, f.error);
+        let a = io.event(Event::Failed { side: f.side });
+        let _ = io.exec(&a);
+    };
+    while !io.with_relay(|r| r.is_finished()) {
+        tokio::select! {
+            r = &mut up, if !up_done => match r {
+                Ok(()) => up_done = true,
+                Err(f) => fail(f),
+            },
+            r = &mut down, if !down_done => match r {
+                Ok(()) => down_done = true,
+                Err(f) => fail(f),
+            },
+            // A socket whose reading side is done can still be reset by its peer.
+            g = io.accepted.ready(Interest::ERROR), if up_done && !down_done => {
+                watch_error(io, Side::Accepted, g, &fail);
+            },
+            g = io.connected.ready(Interest::ERROR), if down_done && !up_done => {
+                watch_error(io, Side::Connected, g, &fail);
+            },
+            _ = tick.tick() => {
+                let a = io.event(Event::Tick);
+                let _ = io.exec(&a);
+                refresh(io);
+            },
+            _ = super::until_shutdown(&mut shutdown) => {
+                let a = io.event(Event::Shutdown);
+                let _ = io.exec(&a);
+            },
+        }
+    }
+}
+
+fn watch_error(
+    io: &FlowIo,
+    side: Side,
+    g: std::io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, Socket>>,
+    fail: &(dyn Fn(Failure) + Sync),
+) {
+    match g {
+        Ok(mut g) => match io.sock(side).get_ref().take_error() {
+            Ok(Some(error)) => fail(Failure { side, error }),
+            Err(error) => fail(Failure { side, error }),
+            Ok(None) => g.clear_ready_matching(tokio::io::Ready::ERROR),
+        },
+        Err(error) => fail(Failure { side, error }),
+    }
+}

@@ -1,0 +1,66 @@
+//! TPROXY accept loops: every accepted socket is a new split flow (getsockname = the original
+//! destination, getpeername = the originator), admitted to the flow table and run as a task.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use socket2::Socket;
+use tokio::net::TcpListener;
+
+use crate::pep::FlowKey;
+
+use super::error::ProxyError;
+use super::flow;
+use super::state::Shared;
+
+/// Back-off after an accept error (e.g. out of file descriptors), so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+pub fn to_tokio(s: Socket, addr: SocketAddr) -> Result<TcpListener, ProxyError> {
+    TcpListener::from_std(s.into())
+        .map_err(|e| ProxyError::sys(format!("register listener {addr}"), e))
+}
+
+/// Accepts until shutdown.
+pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    let mut shutdown = shared.shutdown_rx.clone();
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = super::until_shutdown(&mut shutdown) => return,
+        };
+        let (stream, client) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("accept: {e}");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        let server = match stream.local_addr() {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!("getsockname of an accepted flow: {e}");
+                continue;
+            }
+        };
+        let sock = match stream.into_std() {
+            Ok(s) => Socket::from(s),
+            Err(e) => {
+                tracing::warn!("deregister accepted flow: {e}");
+                continue;
+            }
+        };
+        let key = FlowKey { client, server };
+        let adm = shared.table(|t| t.admit(key, Instant::now()));
+        if adm.over_limit {
+            tracing::info!(
+                "flow {client} -> {server} arrived while the table was full; splitting it anyway"
+            );
+        }
+        shared.intercept_change(adm.change);
+        tracing::debug!(id = adm.id, "split {client} -> {server}");
+        tokio::spawn(flow::run(shared.clone(), sock, key, adm.id));
+    }
+}

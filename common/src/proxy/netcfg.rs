@@ -1,0 +1,233 @@
+//! Kernel setup of the PEP: the nftables table, the fwmark policy rule and local route table,
+//! `initcwnd` on the satellite-side routes; all undone on teardown (and on drop).
+//!
+//! Start-up first removes what a previous instance that died may have left (same table name,
+//! same rule and table), so a crashed daemon never blocks the next start.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::io::cmd;
+use crate::pep::nft;
+use crate::pep::plan::{Plan, FWMARK, ROUTE_TABLE, RULE_PREF};
+use crate::pep::routes::{self, RouteChange};
+
+use super::error::ProxyError;
+
+/// Runs `nft -f -` with `script` on stdin.
+pub fn nft_script(what: &str, script: &str) -> Result<String, ProxyError> {
+    tracing::debug!("nft {what}:\n{script}");
+    let mut child = Command::new("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| ProxyError::sys(format!("run nft ({what})"), e))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| ProxyError::sys(format!("write nft script ({what})"), e))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| ProxyError::sys(format!("wait for nft ({what})"), e))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(ProxyError::Nft {
+            what: what.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// `(overflow, intercepted)` packet counts of the table's counters.
+pub fn read_counters(table: &str) -> Result<(u64, u64), ProxyError> {
+    let out = cmd::run("nft", &["-j", "list", "counters", "table", "inet", table])?;
+    let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| ProxyError::Nft {
+        what: "list counters".into(),
+        stderr: format!("unparseable JSON: {e}"),
+    })?;
+    let mut counts = (0, 0);
+    for item in v["nftables"].as_array().into_iter().flatten() {
+        let c = &item["counter"];
+        let packets = c["packets"].as_u64().unwrap_or(0);
+        match c["name"].as_str() {
+            Some(n) if n == nft::OVERFLOW_COUNTER => counts.0 = packets,
+            Some(n) if n == nft::INTERCEPTED_COUNTER => counts.1 = packets,
+            _ => {}
+        }
+    }
+    Ok(counts)
+}
+
+fn rule_args(fam: &'static str, op: &'static str) -> Vec<String> {
+    [
+        fam,
+        "rule",
+        op,
+        "fwmark",
+        &format!("{FWMARK:#x}"),
+        "lookup",
+        &ROUTE_TABLE.to_string(),
+        "pref",
+        &RULE_PREF.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn ip(args: &[String]) -> Result<String, ProxyError> {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    Ok(cmd::ip(&a)?)
+}
+
+/// What was set up, in the order to undo it.
+pub struct NetCfg {
+    table: String,
+    undo_ip: Vec<Vec<String>>,
+    restore_routes: Vec<Vec<String>>,
+    nft_applied: bool,
+}
+
+/// Removes leftovers of a dead instance: the table, our rule (any number), our route table.
+pub fn remove_stale(table: &str) {
+    if let Err(e) = nft_script("delete stale table", &nft::delete(table)) {
+        tracing::debug!("{e}");
+    }
+    for fam in ["-4", "-6"] {
+        for _ in 0..16 {
+            if ip(&rule_args(fam, "del")).is_err() {
+                break;
+            }
+        }
+        let t = ROUTE_TABLE.to_string();
+        let _ = cmd::ip(&[fam, "route", "flush", "table", &t]);
+    }
+}
+
+impl NetCfg {
+    /// Sets everything up for `plan`; on failure what was done is undone before returning.
+    pub fn apply(plan: &Plan) -> Result<NetCfg, ProxyError> {
+        remove_stale(&plan.table);
+        let mut n = NetCfg {
+            table: plan.table.clone(),
+            undo_ip: Vec::new(),
+            restore_routes: Vec::new(),
+            nft_applied: false,
+        };
+        let t = ROUTE_TABLE.to_string();
+        for (fam, any) in [("-4", "0.0.0.0/0"), ("-6", "::/0")] {
+            let has = match fam {
+                "-4" => !plan.dst4.is_empty(),
+                _ => !plan.dst6.is_empty(),
+            };
+            let route = |op: &str| -> Vec<String> {
+                [fam, "route", op, "local", any, "dev", "lo", "table", &t]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            };
+            // The rule and route are needed for replies to our transparent sockets too, so
+            // they are added for both families; IPv6 may be disabled in the namespace.
+            let res = ip(&rule_args(fam, "add")).and_then(|_| {
+                n.undo_ip.push(rule_args(fam, "del"));
+                ip(&route("add")).map(|_| n.undo_ip.push(route("del")))
+            });
+            match res {
+                Ok(()) => {}
+                Err(e) if fam == "-6" && !has => tracing::warn!("IPv6 policy routing: {e}"),
+                Err(e) => return Err(e),
+            }
+        }
+        nft_script("apply ruleset", &nft::ruleset(plan))?;
+        n.nft_applied = true;
+        if let Some(cwnd) = plan.init_cwnd {
+            for dev in &plan.satellite_devs {
+                n.set_initcwnd(dev, cwnd);
+            }
+        }
+        Ok(n)
+    }
+
+    fn set_initcwnd(&mut self, dev: &str, cwnd: u32) {
+        for fam in ["-4", "-6"] {
+            let Ok(out) = cmd::ip(&[fam, "-o", "route", "show", "dev", dev]) else {
+                continue;
+            };
+            for line in out.lines() {
+                let Some(RouteChange { apply, restore }) =
+                    routes::initcwnd_change(fam, line, dev, cwnd)
+                else {
+                    continue;
+                };
+                match ip(&apply) {
+                    Ok(_) => {
+                        tracing::info!("InitCwnd {cwnd}: {}", apply[3..].join(" "));
+                        self.restore_routes.push(restore);
+                    }
+                    Err(e) => tracing::warn!("InitCwnd: {e}"),
+                }
+            }
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Pauses (`false`) or resumes (`true`) the interception of new flows.
+    pub fn set_intercepting(&self, on: bool) -> Result<(), ProxyError> {
+        let what = if on { "resume" } else { "pause" };
+        nft_script(what, &nft::set_intercepting(&self.table, on)).map(|_| ())
+    }
+
+    /// Undoes everything (idempotent); failures are logged.
+    pub fn teardown(&mut self) {
+        while let Some(r) = self.restore_routes.pop() {
+            if let Err(e) = ip(&r) {
+                tracing::debug!("restore route: {e}");
+            }
+        }
+        if self.nft_applied {
+            if let Err(e) = nft_script("delete table", &nft::delete(&self.table)) {
+                tracing::warn!("{e}");
+            }
+            self.nft_applied = false;
+        }
+        while let Some(u) = self.undo_ip.pop() {
+            if let Err(e) = ip(&u) {
+                tracing::warn!("teardown: {e}");
+            }
+        }
+    }
+}
+
+impl Drop for NetCfg {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+/// The devices the routes toward `nets` leave by (the box without tunnel: its WAN side).
+pub fn route_devs(nets: &[ipnet::IpNet]) -> Vec<String> {
+    let mut devs = Vec::new();
+    for n in nets {
+        let fam = if n.addr().is_ipv4() { "-4" } else { "-6" };
+        let out = if n.prefix_len() == 0 {
+            cmd::ip(&[fam, "-o", "route", "show", "default"])
+        } else {
+            cmd::ip(&[fam, "-o", "route", "get", &n.network().to_string()])
+        };
+        for line in out.iter().flat_map(|o| o.lines()) {
+            if let Some(d) = routes::route_dev(line) {
+                if d != "lo" && !devs.contains(&d) {
+                    devs.push(d);
+                }
+            }
+        }
+    }
+    devs
+}

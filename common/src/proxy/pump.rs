@@ -1,0 +1,255 @@
+//! One relay direction of a split flow: zero-copy `splice(2)` through a pipe, or a plain
+//! buffer copy; both bounded by the relay's budget and driven by socket readiness.
+//!
+//! Each loop reads once (at most the budget: the pipe or buffer is empty at that point, so an
+//! `EAGAIN` on the read means the socket is empty and its readiness may be cleared), then
+//! writes everything it read before reading again. While the sink is full nothing more is read:
+//! the source's receive window closes (backpressure end to end, no unbounded queue).
+
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, splice, FcntlArg, OFlag, SpliceFFlags};
+use socket2::Socket;
+use tokio::io::unix::AsyncFd;
+
+use crate::pep::{Action, Actions, Dir, Event, Relay, Side};
+
+/// How flows move bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RelayMode {
+    /// `splice(2)` socket → pipe → socket: the payload never enters user space.
+    #[default]
+    Splice,
+    /// `recv` into a buffer, `send` from it.
+    Copy,
+}
+
+/// A socket failed (reset, broken pipe, timeout): which one and why.
+#[derive(Debug)]
+pub struct Failure {
+    pub side: Side,
+    pub error: io::Error,
+}
+
+/// The two sockets and the relay state of one flow.
+pub struct FlowIo {
+    pub accepted: AsyncFd<Socket>,
+    pub connected: AsyncFd<Socket>,
+    pub relay: Mutex<Relay>,
+    /// Re-arm TCP_QUICKACK on this side after each read.
+    pub quick_ack: Option<Side>,
+}
+
+impl FlowIo {
+    pub fn sock(&self, side: Side) -> &AsyncFd<Socket> {
+        match side {
+            Side::Accepted => &self.accepted,
+            Side::Connected => &self.connected,
+        }
+    }
+
+    pub fn with_relay<R>(&self, f: impl FnOnce(&mut Relay) -> R) -> R {
+        f(&mut self.relay.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Feeds an event at the current time.
+    pub fn event(&self, ev: Event) -> Actions {
+        self.with_relay(|r| r.on(ev, Instant::now()))
+    }
+
+    /// Executes the relay's actions on the sockets.
+    pub fn exec(&self, actions: &Actions) -> Result<(), Failure> {
+        for a in actions.iter() {
+            match a {
+                Action::ShutdownWrite(side) => self
+                    .sock(side)
+                    .get_ref()
+                    .shutdown(std::net::Shutdown::Write)
+                    .map_err(|error| Failure { side, error })?,
+                Action::Abort(side) => {
+                    let _ = self
+                        .sock(side)
+                        .get_ref()
+                        .set_linger(Some(std::time::Duration::ZERO));
+                }
+                Action::Close => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn after_read(&self, side: Side) {
+        if self.quick_ack == Some(side) {
+            let _ = self.sock(side).get_ref().set_tcp_quickack(true);
+        }
+    }
+}
+
+/// A pipe for one direction, sized to the flow buffer.
+pub struct Pipe {
+    r: OwnedFd,
+    w: OwnedFd,
+    size: usize,
+}
+
+impl Pipe {
+    /// A nonblocking pipe of at least `size` bytes (the kernel rounds up to pages).
+    pub fn new(size: usize) -> io::Result<Pipe> {
+        let (r, w) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)?;
+        let got = fcntl(&w, FcntlArg::F_SETPIPE_SZ(size as i32))?;
+        Ok(Pipe {
+            r,
+            w,
+            size: got as usize,
+        })
+    }
+
+    /// The pipe's real capacity in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
+const FLAGS: SpliceFFlags = SpliceFFlags::SPLICE_F_MOVE.union(SpliceFFlags::SPLICE_F_NONBLOCK);
+
+fn errno_io(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e as i32)
+}
+
+/// Relays `dir` with splice until its EOF is forwarded (Ok) or a socket fails.
+pub async fn splice_dir(io: &FlowIo, dir: Dir, pipe: &Pipe) -> Result<(), Failure> {
+    let (src_side, dst_side) = (dir.source(), dir.sink());
+    let (src, dst) = (io.sock(src_side), io.sock(dst_side));
+    let src_fail = |error| Failure {
+        side: src_side,
+        error,
+    };
+    let dst_fail = |error| Failure {
+        side: dst_side,
+        error,
+    };
+    loop {
+        let budget = io.with_relay(|r| r.read_budget(dir));
+        if budget == 0 {
+            return Ok(());
+        }
+        let mut g = src.readable().await.map_err(src_fail)?;
+        match splice(
+            src.get_ref().as_fd(),
+            None,
+            pipe.w.as_fd(),
+            None,
+            budget,
+            FLAGS,
+        ) {
+            Ok(0) => {
+                let a = io.event(Event::Eof { dir });
+                io.exec(&a)?;
+                continue;
+            }
+            Ok(n) => {
+                io.event(Event::Read { dir, n });
+                io.after_read(src_side);
+            }
+            Err(Errno::EAGAIN) => {
+                g.clear_ready();
+                continue;
+            }
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(src_fail(errno_io(e))),
+        }
+        drop(g);
+        loop {
+            let left = io.with_relay(|r| r.buffered(dir));
+            if left == 0 {
+                break;
+            }
+            let mut g = dst.writable().await.map_err(dst_fail)?;
+            match splice(
+                pipe.r.as_fd(),
+                None,
+                dst.get_ref().as_fd(),
+                None,
+                left,
+                FLAGS,
+            ) {
+                Ok(n) => {
+                    let a = io.event(Event::Written { dir, n });
+                    io.exec(&a)?;
+                }
+                Err(Errno::EAGAIN) => g.clear_ready(),
+                Err(Errno::EINTR) => {}
+                Err(e) => return Err(dst_fail(errno_io(e))),
+            }
+        }
+    }
+}
+
+/// Relays `dir` through a user-space buffer of the relay's capacity (allocated on first data).
+pub async fn copy_dir(io: &FlowIo, dir: Dir, cap: usize) -> Result<(), Failure> {
+    let (src_side, dst_side) = (dir.source(), dir.sink());
+    let (src, dst) = (io.sock(src_side), io.sock(dst_side));
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let budget = io.with_relay(|r| r.read_budget(dir));
+        if budget == 0 {
+            return Ok(());
+        }
+        if buf.is_empty() {
+            buf = vec![0u8; cap];
+        }
+        let mut g = src.readable().await.map_err(|error| Failure {
+            side: src_side,
+            error,
+        })?;
+        let mut sock: &Socket = g.get_inner();
+        let n = match sock.read(&mut buf[..budget.min(cap)]) {
+            Ok(0) => {
+                let a = io.event(Event::Eof { dir });
+                io.exec(&a)?;
+                continue;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                g.clear_ready();
+                continue;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => {
+                return Err(Failure {
+                    side: src_side,
+                    error,
+                })
+            }
+        };
+        drop(g);
+        io.event(Event::Read { dir, n });
+        io.after_read(src_side);
+        let mut off = 0;
+        while off < n {
+            let mut g = dst.writable().await.map_err(|error| Failure {
+                side: dst_side,
+                error,
+            })?;
+            match g.get_inner().send(&buf[off..n]) {
+                Ok(w) => {
+                    off += w;
+                    let a = io.event(Event::Written { dir, n: w });
+                    io.exec(&a)?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => g.clear_ready(),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    return Err(Failure {
+                        side: dst_side,
+                        error,
+                    })
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Socket setup of the PEP: transparent listeners, transparent connected sockets, and the
+//! per-segment TCP options (congestion control, forced buffers, NODELAY, QUICKACK, NOTSENT_LOWAT).
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+
+use nix::sys::socket::{setsockopt, sockopt};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use crate::pep::SocketOpts;
+
+use super::error::ProxyError;
+
+/// Accept backlog of the TPROXY listeners (the kernel caps it at `somaxconn`).
+const BACKLOG: i32 = 4096;
+
+fn domain(a: &SocketAddr) -> Domain {
+    if a.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    }
+}
+
+fn set_transparent(s: &Socket, v4: bool) -> io::Result<()> {
+    if v4 {
+        s.set_ip_transparent_v4(true)
+    } else {
+        s.set_ip_transparent_v6(true)
+    }
+}
+
+/// Applies `o` to a TCP socket. Errors name the option.
+pub fn apply(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
+    if let Some(cc) = o.congestion {
+        s.set_tcp_congestion(cc.as_bytes())
+            .map_err(|e| ProxyError::sys(format!("TCP_CONGESTION {cc}"), e))?;
+    }
+    if let Some(n) = o.snd_buf {
+        setsockopt(&s.as_fd(), sockopt::SndBufForce, &n)
+            .map_err(|e| ProxyError::sys(format!("SO_SNDBUFFORCE {n}"), e.into()))?;
+    }
+    if let Some(n) = o.rcv_buf {
+        setsockopt(&s.as_fd(), sockopt::RcvBufForce, &n)
+            .map_err(|e| ProxyError::sys(format!("SO_RCVBUFFORCE {n}"), e.into()))?;
+    }
+    s.set_tcp_nodelay(o.no_delay)
+        .map_err(|e| ProxyError::sys("TCP_NODELAY", e))?;
+    if o.quick_ack {
+        s.set_tcp_quickack(true)
+            .map_err(|e| ProxyError::sys("TCP_QUICKACK", e))?;
+    }
+    if let Some(n) = o.notsent_lowat {
+        s.set_tcp_notsent_lowat(n)
+            .map_err(|e| ProxyError::sys(format!("TCP_NOTSENT_LOWAT {n}"), e))?;
+    }
+    Ok(())
+}
+
+/// A nonblocking IP_TRANSPARENT listener on `addr` (IPv6: v6-only). Accepted sockets inherit
+/// `opts` set here (congestion control, buffers: the window scale is chosen at the SYN).
+pub fn listener(addr: SocketAddr, opts: &SocketOpts) -> Result<Socket, ProxyError> {
+    let what = |w: &str| format!("TPROXY listener {addr}: {w}");
+    let s = Socket::new(domain(&addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(|e| ProxyError::sys(what("socket"), e))?;
+    s.set_reuse_address(true)
+        .map_err(|e| ProxyError::sys(what("SO_REUSEADDR"), e))?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)
+            .map_err(|e| ProxyError::sys(what("IPV6_V6ONLY"), e))?;
+    }
+    set_transparent(&s, addr.is_ipv4())
+        .map_err(|e| ProxyError::sys(what("IP_TRANSPARENT (needs CAP_NET_ADMIN)"), e))?;
+    apply(&s, opts).map_err(|e| ProxyError::sys(what("options"), io::Error::other(e)))?;
+    s.bind(&SockAddr::from(addr))
+        .map_err(|e| ProxyError::sys(what("bind"), e))?;
+    s.listen(BACKLOG)
+        .map_err(|e| ProxyError::sys(what("listen"), e))?;
+    s.set_nonblocking(true)
+        .map_err(|e| ProxyError::sys(what("O_NONBLOCK"), e))?;
+    Ok(s)
+}
+
+/// A nonblocking socket toward `server` with `opts`; with `spoof` it is IP_TRANSPARENT and bound
+/// to the originator's address (and port, when free). The connect is started, not finished.
+pub fn connect_start(
+    server: SocketAddr,
+    spoof: Option<SocketAddr>,
+    opts: &SocketOpts,
+) -> Result<Socket, ProxyError> {
+    let what = |w: &str| format!("connect {server}: {w}");
+    let s = Socket::new(domain(&server), Type::STREAM, Some(Protocol::TCP))
+        .map_err(|e| ProxyError::sys(what("socket"), e))?;
+    apply(&s, opts).map_err(|e| ProxyError::sys(what("options"), io::Error::other(e)))?;
+    if let Some(client) = spoof {
+        set_transparent(&s, server.is_ipv4())
+            .map_err(|e| ProxyError::sys(what("IP_TRANSPARENT"), e))?;
+        s.set_reuse_address(true)
+            .map_err(|e| ProxyError::sys(what("SO_REUSEADDR"), e))?;
+        if let Err(e) = s.bind(&SockAddr::from(client)) {
+            // The port is taken by another of our sockets: keep the address, any port.
+            tracing::debug!("bind {client}: {e}; binding port 0");
+            let mut any = client;
+            any.set_port(0);
+            s.bind(&SockAddr::from(any))
+                .map_err(|e| ProxyError::sys(what(&format!("bind {any}")), e))?;
+        }
+    }
+    s.set_nonblocking(true)
+        .map_err(|e| ProxyError::sys(what("O_NONBLOCK"), e))?;
+    match s.connect(&SockAddr::from(server)) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(ProxyError::sys(what("connect"), e)),
+    }
+    Ok(s)
+}
+
+/// The congestion control in use on a socket.
+pub fn congestion_name(s: &Socket) -> String {
+    s.tcp_congestion()
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .trim_end_matches('\0')
+                .to_string()
+        })
+        .unwrap_or_else(|_| "?".into())
+}

@@ -1,0 +1,88 @@
+//! State shared by the PEP's tasks: the plan, the flow table, the interception switch, the
+//! shutdown signal and the last nft counter values.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tokio::sync::watch;
+
+use crate::pep::{FlowTable, InterceptChange, MetricsHeader, PepMetrics, Plan};
+
+use super::pump::RelayMode;
+
+pub struct Shared {
+    pub plan: Plan,
+    pub mode: RelayMode,
+    table: Mutex<FlowTable>,
+    /// Desired interception state; the netcfg task applies the latest value.
+    pub intercept_tx: watch::Sender<bool>,
+    /// Becomes `true` when the PEP shuts down.
+    pub shutdown_rx: watch::Receiver<bool>,
+    pub overflow_syns: AtomicU64,
+    pub intercepted_syns: AtomicU64,
+}
+
+impl Shared {
+    pub fn new(
+        plan: Plan,
+        mode: RelayMode,
+        intercept_tx: watch::Sender<bool>,
+        shutdown_rx: watch::Receiver<bool>,
+    ) -> Shared {
+        let table = Mutex::new(FlowTable::new(plan.max_flows));
+        Shared {
+            plan,
+            mode,
+            table,
+            intercept_tx,
+            shutdown_rx,
+            overflow_syns: AtomicU64::new(0),
+            intercepted_syns: AtomicU64::new(0),
+        }
+    }
+
+    pub fn table<R>(&self, f: impl FnOnce(&mut FlowTable) -> R) -> R {
+        f(&mut self.table.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Passes a pause/resume decision of the table to the netcfg task.
+    pub fn intercept_change(&self, c: Option<InterceptChange>) {
+        match c {
+            Some(InterceptChange::Pause) => {
+                let n = self.table(|t| t.max());
+                tracing::warn!(
+                    "MaxFlows {n} reached: new TCP flows pass the tunnel unsplit until flows end"
+                );
+                let _ = self.intercept_tx.send(false);
+            }
+            Some(InterceptChange::Resume) => {
+                tracing::info!("flow table below its low watermark: splitting new flows again");
+                let _ = self.intercept_tx.send(true);
+            }
+            None => {}
+        }
+    }
+
+    pub fn set_counters(&self, overflow: u64, intercepted: u64) {
+        self.overflow_syns.store(overflow, Relaxed);
+        self.intercepted_syns.store(intercepted, Relaxed);
+    }
+
+    pub fn metrics(&self) -> PepMetrics {
+        let p = &self.plan;
+        let h = MetricsHeader {
+            role: p.role,
+            tunnel: match p.tunnel {
+                crate::config::TunnelMode::WireGuard => "wireguard".into(),
+                crate::config::TunnelMode::None => "none".into(),
+            },
+            table: p.table.clone(),
+            proxy_port: p.proxy_port,
+            overflow_syns: self.overflow_syns.load(Relaxed),
+            intercepted_syns: self.intercepted_syns.load(Relaxed),
+        };
+        let now = Instant::now();
+        self.table(|t| PepMetrics::snapshot(&h, t, now))
+    }
+}
