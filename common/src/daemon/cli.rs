@@ -88,7 +88,7 @@ pub fn dispatch(role: Role, cli: Cli) -> ExitCode {
 
 fn execute(role: Role, cli: Cli) -> Result<(), DaemonError> {
     match cli.command {
-        Command::Run { config, .. } => run::run(role, &config),
+        Command::Run { config, .. } => run::run_with(role, &config, &crate::proxy::daemon::attach),
         Command::Check { config } => {
             let plan = run::validate(role, &config)?;
             println!(
@@ -152,22 +152,44 @@ fn show(iface: Option<String>, config: Option<PathBuf>, json: bool) -> Result<()
         None => control::list(),
     };
     let mut all = Vec::new();
+    let mut peps = Vec::new();
     for i in &ifaces {
         let text = control::request(i, "show")?;
         let m: InterfaceMetrics = serde_json::from_str(&text).map_err(|e| {
             DaemonError::Usage(format!("{i}: bad answer from the daemon: {e}: {text}"))
         })?;
         all.push(m);
+        // The PEP's block, when the daemon splits TCP (an error answer: no PEP).
+        let pep = control::request(i, crate::proxy::daemon::PEP_REQUEST)
+            .ok()
+            .and_then(|t| serde_json::from_str::<crate::proxy::PepMetrics>(&t).ok());
+        peps.push(pep);
     }
     let mut out = std::io::stdout().lock();
     let res = if json {
-        let v = match (&named, all.len()) {
-            (Some(_), 1) => serde_json::to_string_pretty(&all[0]),
-            _ => serde_json::to_string_pretty(&all),
+        // Each interface object gains a "pep" member when its daemon splits TCP.
+        let objs: Vec<serde_json::Value> = all
+            .iter()
+            .zip(&peps)
+            .map(|(m, p)| {
+                let mut v = serde_json::to_value(m).unwrap_or_default();
+                if let (Some(p), Some(o)) = (p, v.as_object_mut()) {
+                    o.insert("pep".into(), serde_json::to_value(p).unwrap_or_default());
+                }
+                v
+            })
+            .collect();
+        let v = match (&named, objs.len()) {
+            (Some(_), 1) => serde_json::to_string_pretty(&objs[0]),
+            _ => serde_json::to_string_pretty(&objs),
         };
         writeln!(out, "{}", v.unwrap_or_default())
     } else {
-        let text: Vec<String> = all.iter().map(InterfaceMetrics::render).collect();
+        let text: Vec<String> = all
+            .iter()
+            .zip(&peps)
+            .map(|(m, p)| m.render() + &p.as_ref().map(|p| p.render()).unwrap_or_default())
+            .collect();
         write!(out, "{}", text.join("\n"))
     };
     res.map_err(|e| crate::io::IoError::sys("write stdout", e).into())

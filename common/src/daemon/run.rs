@@ -11,7 +11,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config;
@@ -46,7 +46,12 @@ pub struct UpContext<'a> {
     pub engine: &'a Arc<Engine>,
     /// Set when the daemon shuts down.
     pub stop: &'a Arc<AtomicBool>,
+    /// Extra control-socket requests an attachment answers (e.g. `pep`).
+    pub control: &'a ControlExtras,
 }
+
+/// Control requests added by attachments: (request line, answer function).
+pub type ControlExtras = Arc<Mutex<Vec<(String, Box<dyn Fn() -> String + Send>)>>>;
 
 /// Something running on top of the tunnel; stopped before the tunnel goes down.
 pub trait Attachment: Send {
@@ -72,6 +77,9 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
             .map_err(|e| IoError::sys("install signal handler", e))?;
     }
     let plan = validate(role, path)?;
+    if crate::proxy::daemon::without_tunnel(&plan) {
+        return crate::proxy::daemon::run_without_tunnel(role, &plan, &stop);
+    }
     let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
     let control = ControlServer::bind(&plan.iface)?;
     let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
@@ -109,6 +117,8 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
     };
     let mut threads = datapath::spawn(&shared).map_err(|e| IoError::sys("spawn data path", e))?;
     let (e2, stop2) = (engine.clone(), stop.clone());
+    let extras: ControlExtras = Arc::default();
+    let extras2 = extras.clone();
     threads.push(
         std::thread::Builder::new()
             .name("control".into())
@@ -116,7 +126,13 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
                 control.serve(&stop2, |req| match req {
                     "show" => serde_json::to_string(&e2.snapshot(&info, unix_now()))
                         .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
-                    other => format!("{{\"error\":\"unknown request {other:?}\"}}"),
+                    other => {
+                        let x = extras2.lock().unwrap_or_else(|e| e.into_inner());
+                        match x.iter().find(|(r, _)| r == other) {
+                            Some((_, answer)) => answer(),
+                            None => format!("{{\"error\":\"unknown request {other:?}\"}}"),
+                        }
+                    }
                 })
             })
             .map_err(|e| IoError::sys("spawn control thread", e))?,
@@ -128,6 +144,7 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
         listen_port: udp.port(),
         engine: &engine,
         stop: &stop,
+        control: &extras,
     });
     let attached = match attached {
         Ok(a) => a,

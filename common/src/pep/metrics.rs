@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::flows::{FlowTable, TableTotals};
 use super::plan::Role;
@@ -12,7 +12,7 @@ use super::relay::FlowState;
 use super::tcpinfo::SegmentInfo;
 
 /// One live flow.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowMetrics {
     pub id: u64,
     pub client: SocketAddr,
@@ -28,7 +28,7 @@ pub struct FlowMetrics {
 }
 
 /// The whole PEP of one daemon.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PepMetrics {
     pub role: Role,
     /// `wireguard` or `none`.

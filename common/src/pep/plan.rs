@@ -12,7 +12,7 @@ use super::relay::Side;
 use crate::config::{self, PepMode, TunnelMode};
 
 /// Which endpoint runs the PEP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The customer box: intercepts the LAN side, its connected socket is the satellite segment.
@@ -24,6 +24,11 @@ pub enum Role {
 /// Packet mark of intercepted flows and of replies to the PEP's transparent sockets. Distinct
 /// from WireGuard's 51820 (0xca6c).
 pub const FWMARK: u32 = 0x5350;
+/// SO_MARK of the PEP's transparent connecting sockets. With `fwmark_reflect` the ICMP error
+/// the kernel generates for them (neighbour unreachable) carries it, and a policy rule for
+/// ICMP with this mark delivers the error locally to the connecting socket (which is bound to
+/// a foreign address): the connect fails as fast as a direct attempt would.
+pub const CONNECT_MARK: u32 = 0x5351;
 /// Routing table holding `local default dev lo` for marked packets.
 pub const ROUTE_TABLE: u32 = 0x5350;
 /// Priority of the `fwmark` rule: before wg-quick's rules (32764/32765) and `main` (32766).

@@ -4,10 +4,10 @@
 //! headers), so it is parsed by offset from the bytes the kernel returned; fields beyond the
 //! returned length read as absent. Offsets follow `include/uapi/linux/tcp.h`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The figures of one segment socket, from one `TCP_INFO` sample.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SegmentInfo {
     /// Congestion control in use (`TCP_CONGESTION`).
     pub congestion: String,

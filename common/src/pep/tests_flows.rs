@@ -178,6 +178,8 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
     assert_eq!(json["role"], "box");
     assert_eq!(json["flows"][0]["state"], "established");
     assert_eq!(json["flows"][0]["satellite"]["congestion"], "cubic");
+    let back: PepMetrics = serde_json::from_value(json).unwrap();
+    assert_eq!(back, m, "show parses what the daemon sends");
     let text = m.render();
     assert!(text.contains("1 active / 10 max"), "{text}");
     assert!(

@@ -5,6 +5,7 @@
 //! per flow on the caller's tokio runtime. [`PepHandle`] gives the metrics for `show` and
 //! removes everything on [`PepHandle::shutdown`] (or on drop). See `docs/pep.md`.
 
+pub mod daemon;
 pub mod error;
 mod flow;
 mod listener;

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use crate::io::cmd;
 use crate::pep::nft;
-use crate::pep::plan::{Plan, FWMARK, ROUTE_TABLE, RULE_PREF};
+use crate::pep::plan::{Plan, CONNECT_MARK, FWMARK, ROUTE_TABLE, RULE_PREF};
 use crate::pep::routes::{self, RouteChange};
 
 use super::error::ProxyError;
@@ -79,6 +79,37 @@ fn rule_args(fam: &'static str, op: &'static str) -> Vec<String> {
     .collect()
 }
 
+/// `fwmark CONNECT_MARK ipproto icmp lookup TABLE`: ICMP errors about our connecting sockets
+/// packets are delivered locally (see [`CONNECT_MARK`]).
+fn icmp_rule_args(fam: &'static str, op: &'static str) -> Vec<String> {
+    let proto = if fam == "-4" { "icmp" } else { "ipv6-icmp" };
+    [
+        fam,
+        "rule",
+        op,
+        "fwmark",
+        &format!("{CONNECT_MARK:#x}"),
+        "ipproto",
+        proto,
+        "lookup",
+        &ROUTE_TABLE.to_string(),
+        "pref",
+        &(RULE_PREF - 1).to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Sysctls making ICMP errors carry the mark of the packet that caused them.
+const REFLECT: [&str; 2] = ["net.ipv4.fwmark_reflect", "net.ipv6.fwmark_reflect"];
+
+fn read_sysctl(key: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/sys/{}", key.replace('.', "/")))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
 fn ip(args: &[String]) -> Result<String, ProxyError> {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     Ok(cmd::ip(&a)?)
@@ -89,6 +120,7 @@ pub struct NetCfg {
     table: String,
     undo_ip: Vec<Vec<String>>,
     restore_routes: Vec<Vec<String>>,
+    restore_sysctls: Vec<(&'static str, String)>,
     nft_applied: bool,
 }
 
@@ -98,9 +130,11 @@ pub fn remove_stale(table: &str) {
         tracing::debug!("{e}");
     }
     for fam in ["-4", "-6"] {
-        for _ in 0..16 {
-            if ip(&rule_args(fam, "del")).is_err() {
-                break;
+        for args in [rule_args(fam, "del"), icmp_rule_args(fam, "del")] {
+            for _ in 0..16 {
+                if ip(&args).is_err() {
+                    break;
+                }
             }
         }
         let t = ROUTE_TABLE.to_string();
@@ -116,6 +150,7 @@ impl NetCfg {
             table: plan.table.clone(),
             undo_ip: Vec::new(),
             restore_routes: Vec::new(),
+            restore_sysctls: Vec::new(),
             nft_applied: false,
         };
         let t = ROUTE_TABLE.to_string();
@@ -134,12 +169,29 @@ impl NetCfg {
             // they are added for both families; IPv6 may be disabled in the namespace.
             let res = ip(&rule_args(fam, "add")).and_then(|_| {
                 n.undo_ip.push(rule_args(fam, "del"));
-                ip(&route("add")).map(|_| n.undo_ip.push(route("del")))
+                ip(&route("add"))?;
+                n.undo_ip.push(route("del"));
+                if plan.transparent_connect {
+                    ip(&icmp_rule_args(fam, "add"))?;
+                    n.undo_ip.push(icmp_rule_args(fam, "del"));
+                }
+                Ok(())
             });
             match res {
                 Ok(()) => {}
                 Err(e) if fam == "-6" && !has => tracing::warn!("IPv6 policy routing: {e}"),
                 Err(e) => return Err(e),
+            }
+        }
+        if plan.transparent_connect {
+            for key in REFLECT {
+                match read_sysctl(key) {
+                    Some(old) if old != "1" => match cmd::sysctl(key, "1") {
+                        Ok(()) => n.restore_sysctls.push((key, old)),
+                        Err(e) => tracing::warn!("{e}"),
+                    },
+                    _ => {}
+                }
             }
         }
         nft_script("apply ruleset", &nft::ruleset(plan))?;
@@ -196,6 +248,11 @@ impl NetCfg {
                 tracing::warn!("{e}");
             }
             self.nft_applied = false;
+        }
+        while let Some((key, old)) = self.restore_sysctls.pop() {
+            if let Err(e) = cmd::sysctl(key, &old) {
+                tracing::warn!("teardown: {e}");
+            }
         }
         while let Some(u) = self.undo_ip.pop() {
             if let Err(e) = ip(&u) {

@@ -8,6 +8,7 @@ use std::os::fd::AsFd;
 use nix::sys::socket::{setsockopt, sockopt};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::pep::plan::CONNECT_MARK;
 use crate::pep::SocketOpts;
 
 use super::error::ProxyError;
@@ -96,6 +97,8 @@ pub fn connect_start(
     if let Some(client) = spoof {
         set_transparent(&s, server.is_ipv4())
             .map_err(|e| ProxyError::sys(what("IP_TRANSPARENT"), e))?;
+        s.set_mark(CONNECT_MARK)
+            .map_err(|e| ProxyError::sys(what("SO_MARK"), e))?;
         s.set_reuse_address(true)
             .map_err(|e| ProxyError::sys(what("SO_REUSEADDR"), e))?;
         if let Err(e) = s.bind(&SockAddr::from(client)) {
