@@ -142,8 +142,8 @@ fn direction<L: Link<Held>>(
     let mut scratch = vec![0u8; slot * sys::MAX_BATCH];
     let early = io.rx.drain(&mut scratch, slot)?;
     drop(scratch);
-    tracing::debug!(
-        "{} -> {}: up ({early} early frames discarded)",
+    tracing::info!(
+        "{} -> {}: link up, forwarding ({early} earlier frames discarded)",
         io.rx.ifname(),
         io.tx.ifname()
     );

@@ -56,6 +56,9 @@ pub fn serve(cfg: &SessionConfig, stop: &AtomicBool) -> Result<Report, EmuError>
             None
         }
     });
+    if let Err(e) = sys::lock_memory() {
+        tracing::warn!("mlockall failed (page faults may delay releases): {e}");
+    }
     let down = profile.model(Direction::Down, seed);
     let up = profile.model(Direction::Up, seed);
     let running = run::start(&cfg.left, &cfg.right, start, cfg.pump, down, up)?;

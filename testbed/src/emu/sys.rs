@@ -293,3 +293,15 @@ pub fn hold_zero_wake_latency() -> io::Result<std::fs::File> {
     f.write_all(&0i32.to_ne_bytes())?;
     Ok(f)
 }
+
+/// mlockall(MCL_CURRENT | MCL_FUTURE): no page faults (and no wait on the memory map lock
+/// behind another thread's mmap/munmap) on the data path.
+pub fn lock_memory() -> io::Result<()> {
+    // SAFETY: mlockall takes only flags and touches no memory of ours.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
