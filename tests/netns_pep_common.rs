@@ -1,0 +1,321 @@
+//! Shared helpers of the netns_pep_* tests (included with `#[path]`, not a test of its own):
+//! the PEP daemon pair from the shipped configs, sockets opened inside a namespace from the
+//! test process itself, sha256-checked transfers, `show --json` of the PEP.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use starpep_tests::{bin_path, payload, sha256_hex, Node, Proc, Topology};
+
+/// How the satellite segment is carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carry {
+    /// `configs/{box,pop}-pep.conf`: WireGuard tunnel + split.
+    Tunnel,
+    /// `configs/{box,pop}-pep-none.conf`: split without VPN (topology with plain routes).
+    NoTunnel,
+}
+
+impl Carry {
+    pub fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Carry::Tunnel => ("box-pep", "pop-pep"),
+            Carry::NoTunnel => ("box-pep-none", "pop-pep-none"),
+        }
+    }
+}
+
+/// Runs `f` on a thread that entered `node`'s network namespace; sockets it creates live there
+/// (and can be used from any thread afterwards).
+pub fn in_ns<T: Send + 'static>(
+    topo: &Topology,
+    node: Node,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let path = format!("/run/netns/{}", topo.ns(node));
+    std::thread::spawn(move || {
+        let fd = std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+        nix::sched::setns(fd.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+            .unwrap_or_else(|e| panic!("setns {path}: {e}"));
+        f()
+    })
+    .join()
+    .expect("namespace thread panicked")
+}
+
+pub fn listen(topo: &Topology, node: Node, addr: SocketAddr) -> TcpListener {
+    in_ns(topo, node, move || {
+        TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"))
+    })
+}
+
+pub fn connect(topo: &Topology, node: Node, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    in_ns(topo, node, move || {
+        TcpStream::connect_timeout(&addr, Duration::from_secs(20))
+    })
+}
+
+pub fn udp(topo: &Topology, node: Node, addr: SocketAddr) -> UdpSocket {
+    in_ns(topo, node, move || UdpSocket::bind(addr).expect("bind udp"))
+}
+
+/// Lifts this process's descriptor limit (many concurrent flows).
+pub fn raise_nofile() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+}
+
+/// The shipped config `configs/NAME.conf` with `[PEP]` keys replaced or added (the `[PEP]`
+/// section is the file's last).
+pub fn shipped_conf(name: &str, set: &[(&str, &str)]) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../configs/{name}.conf"));
+    let mut text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let pep_at = text.find("[PEP]").expect("[PEP] section");
+    for (k, v) in set {
+        let (head, tail) = text.split_at(pep_at);
+        let mut found = false;
+        let tail: Vec<String> = tail
+            .lines()
+            .map(|l| {
+                let key = l.split('=').next().unwrap_or("").trim();
+                if !l.trim_start().starts_with('#') && key.eq_ignore_ascii_case(k) {
+                    found = true;
+                    format!("{k} = {v}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        let mut tail = tail.join("\n");
+        if !found {
+            tail.push_str(&format!("\n{k} = {v}"));
+        }
+        text = format!("{head}{tail}\n");
+    }
+    text
+}
+
+/// A running daemon.
+pub struct Daemon {
+    pub proc: Proc,
+    pub node: Node,
+    pub bin: &'static str,
+    pub iface: String,
+}
+
+impl Daemon {
+    /// `show IFACE --json` of the daemon.
+    pub fn show(&self, topo: &Topology) -> Value {
+        let path = bin_path(self.bin);
+        let out = topo
+            .run_ok(
+                self.node,
+                &[
+                    path.as_os_str(),
+                    "show".as_ref(),
+                    self.iface.as_ref(),
+                    "--json".as_ref(),
+                ],
+            )
+            .expect("show --json");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("show --json: {e}: {out}"))
+    }
+
+    /// The `pep` member of `show --json`.
+    pub fn pep(&self, topo: &Topology) -> Value {
+        let v = self.show(topo);
+        assert!(v["pep"].is_object(), "no pep in show --json: {v}");
+        v["pep"].clone()
+    }
+
+    /// Waits until the PEP has no live flow (flows update their record about once a second).
+    pub fn wait_idle(&self, topo: &Topology, within: Duration) -> Value {
+        let end = Instant::now() + within;
+        loop {
+            let p = self.pep(topo);
+            if p["active_flows"] == 0 {
+                return p;
+            }
+            assert!(
+                Instant::now() < end,
+                "{:?}: flows still live after {within:?}: {p}",
+                self.node
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops the daemon (SIGTERM) and returns its log.
+    pub fn stop(mut self) -> String {
+        let st = self.proc.stop();
+        let log = self.proc.log();
+        assert!(
+            st.is_some_and(|s| s.success()),
+            "{} exit {st:?}:\n{log}",
+            self.bin
+        );
+        log
+    }
+}
+
+/// Starts `bin run -c DIR/NAME.conf -v` in `node` with `text`, and waits for its PEP.
+pub fn start(topo: &Topology, node: Node, bin: &'static str, name: &str, text: &str) -> Daemon {
+    let conf: PathBuf = topo.tmpdir().join(format!("{name}.conf"));
+    std::fs::write(&conf, text).unwrap();
+    let path = bin_path(bin);
+    let mut proc = topo
+        .spawn(
+            node,
+            &format!("{}-{name}", node.short()),
+            &[
+                path.as_os_str(),
+                "run".as_ref(),
+                "-c".as_ref(),
+                conf.as_os_str(),
+                "-v".as_ref(),
+            ],
+        )
+        .expect("spawn daemon");
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(st) = proc.try_status() {
+            panic!("{bin} exited early ({st}):\n{}", proc.log());
+        }
+        let out = topo
+            .exec(
+                node,
+                &[
+                    path.as_os_str(),
+                    "show".as_ref(),
+                    name.as_ref(),
+                    "--json".as_ref(),
+                ],
+            )
+            .unwrap();
+        if out.status.success() && String::from_utf8_lossy(&out.stdout).contains("\"pep\"") {
+            return Daemon {
+                proc,
+                node,
+                bin,
+                iface: name.to_string(),
+            };
+        }
+        assert!(Instant::now() < end, "{bin} PEP not up:\n{}", proc.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The box and POP daemons from the shipped configs, `[PEP]` keys patched per side.
+pub fn start_pair(
+    topo: &Topology,
+    carry: Carry,
+    box_set: &[(&str, &str)],
+    pop_set: &[(&str, &str)],
+) -> (Daemon, Daemon) {
+    let (b, p) = carry.names();
+    let pop = start(topo, Node::Pop, "starpep-pop", p, &shipped_conf(p, pop_set));
+    let bx = start(
+        topo,
+        Node::Box,
+        "starpep-client",
+        b,
+        &shipped_conf(b, box_set),
+    );
+    (bx, pop)
+}
+
+/// One sha256-checked transfer's outcome.
+#[derive(Debug)]
+pub struct Transfer {
+    pub bytes: usize,
+    pub sent_sha: String,
+    pub recv_sha: String,
+    /// The connect as the client saw it (a split flow is answered by the box).
+    pub connect_time: Duration,
+    pub total_time: Duration,
+    /// The client address the server saw.
+    pub server_saw: SocketAddr,
+}
+
+/// `bytes` from srv to pc (`down`) or pc to srv, through whatever is in between; the
+/// receiver reads to EOF, then the sender sees EOF too.
+pub fn transfer(topo: &Topology, dst: SocketAddr, bytes: usize, down: bool, seed: u64) -> Transfer {
+    let l = listen(topo, Node::Srv, dst);
+    let data = payload(bytes, seed);
+    let sent_sha = sha256_hex(&data);
+    let srv = std::thread::spawn(move || {
+        let (mut c, peer) = l.accept().expect("accept");
+        let got = if down {
+            c.write_all(&data).expect("server write");
+            c.shutdown(Shutdown::Write).unwrap();
+            let mut rest = Vec::new();
+            c.read_to_end(&mut rest).expect("server drain");
+            None
+        } else {
+            let mut v = Vec::with_capacity(data.len());
+            c.read_to_end(&mut v).expect("server read");
+            c.shutdown(Shutdown::Write).unwrap();
+            Some(v)
+        };
+        (peer, got)
+    });
+    let t0 = Instant::now();
+    let mut c = connect(topo, Node::Pc, dst).expect("connect");
+    let connect_time = t0.elapsed();
+    let recv = if down {
+        let mut v = Vec::with_capacity(bytes);
+        c.read_to_end(&mut v).expect("client read");
+        c.shutdown(Shutdown::Write).unwrap();
+        Some(v)
+    } else {
+        let data = payload(bytes, seed);
+        c.write_all(&data).expect("client write");
+        c.shutdown(Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        c.read_to_end(&mut rest).expect("client drain");
+        None
+    };
+    let (server_saw, got) = srv.join().expect("server thread");
+    let total_time = t0.elapsed();
+    let recv_sha = sha256_hex(&recv.or(got).expect("receiver data"));
+    Transfer {
+        bytes,
+        sent_sha,
+        recv_sha,
+        connect_time,
+        total_time,
+        server_saw,
+    }
+}
+
+/// [`transfer`] and assert the payload arrived intact.
+pub fn checked(topo: &Topology, dst: SocketAddr, bytes: usize, down: bool) -> Transfer {
+    let t = transfer(topo, dst, bytes, down, bytes as u64 ^ down as u64);
+    assert_eq!(
+        t.sent_sha,
+        t.recv_sha,
+        "{} {bytes} bytes to {dst}: payload corrupted",
+        if down { "download" } else { "upload" }
+    );
+    t
+}
+
+pub fn sa(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+/// The PEP's flow record for the originator address `client`, if live.
+pub fn flow_of(pep: &Value, client: SocketAddr) -> Option<Value> {
+    pep["flows"]
+        .as_array()?
+        .iter()
+        .find(|f| f["client"] == client.to_string())
+        .cloned()
+}
