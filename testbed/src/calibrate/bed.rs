@@ -1,7 +1,7 @@
 //! A calibration bed: the `pc — box — sat — pop — srv` namespaces with satlink running in `sat`,
 //! static neighbours across the link (no ARP during measurements) and satlink's stats JSON.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -124,11 +124,6 @@ impl Bed {
             }
         }
         self.stats()
-    }
-
-    /// A socket address of `node`'s WAN side for direction `dir`'s receiver or sender.
-    pub fn addr(ip: IpAddr, port: u16) -> SocketAddr {
-        SocketAddr::new(ip, port)
     }
 }
 

@@ -23,7 +23,8 @@ const HOP: Duration = Duration::from_micros(300);
 /// 1 ms trace opportunities) so the µs of veth and scheduling before satlink stamps the
 /// arrival never move a probe into another slot.
 pub fn probe_rows(ctx: &Ctx, bed: &Bed) -> Result<Vec<Row>, CalError> {
-    let secs = if ctx.quick { 5 } else { 10 };
+    // 10 s even with --quick: p99 of 1000 probes tolerates one multi-ms host stall of the VM.
+    let secs = 10;
     let interval = Duration::from_millis(10);
     let count = secs * 100;
     let flows: Vec<Flow> = [Dir::Down, Dir::Up]
@@ -147,14 +148,12 @@ pub fn ping_rows(ctx: &Ctx, bed: &Bed) -> Result<Vec<Row>, CalError> {
     else {
         return Ok(Vec::new());
     };
-    let count = if ctx.quick { "10" } else { "20" };
     let out = bed.topo.run_ok(
         Node::Box,
         &[
             "ping",
-            "-q",
             "-c",
-            count,
+            "20",
             "-i",
             "0.1",
             "-W",
@@ -163,18 +162,32 @@ pub fn ping_rows(ctx: &Ctx, bed: &Bed) -> Result<Vec<Row>, CalError> {
         ],
     )?;
     let expected = (*d1 + *d2).as_secs_f64() * 1e3;
-    let rtt = parse_ping(&out)
+    let (min, avg, max) = parse_ping(&out)
         .ok_or_else(|| CalError::Measure(format!("cannot parse ping output: {out}")))?;
-    let (min, avg, max) = rtt;
-    let pass = min >= expected - 0.05 && avg - expected < 1.0;
+    // The median, not the mean: one host stall of the VM (see docs/satlink.md, Limits) must
+    // not decide the row; the max is reported.
+    let mut rtts = ping_times(&out);
+    let med = percentile(&mut rtts, 0.5);
+    let pass = rtts.len() >= 18 && min >= expected - 0.05 && med - expected < 1.0;
     Ok(vec![ctx.row(
-        "ping RTT (min/avg/max)",
+        "ping RTT (min/median/avg/max)",
         "both",
-        format!("{min:.3} / {avg:.3} / {max:.3} ms"),
+        format!(
+            "{min:.3} / {med:.3} / {avg:.3} / {max:.3} ms ({} replies)",
+            rtts.len()
+        ),
         format!("{expected:.1} ms"),
-        "avg within +1 ms".into(),
+        "median within +1 ms".into(),
         Some(pass),
     )])
+}
+
+/// The `time=X ms` of every reply line.
+pub fn ping_times(out: &str) -> Vec<f64> {
+    out.lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect()
 }
 
 /// `rtt min/avg/max/mdev = a/b/c/d ms` → (min, avg, max).
@@ -194,5 +207,7 @@ mod tests {
         let out = "--- 10.99.0.2 ping statistics ---\n20 packets transmitted, 20 received, 0% packet loss, time 1903ms\nrtt min/avg/max/mdev = 500.211/500.302/500.610/0.090 ms, pipe 5\n";
         assert_eq!(parse_ping(out), Some((500.211, 500.302, 500.61)));
         assert_eq!(parse_ping("nothing"), None);
+        let lines = "64 bytes from 10.99.0.2: icmp_seq=1 ttl=64 time=500.3 ms\n64 bytes from 10.99.0.2: icmp_seq=2 ttl=64 time=501 ms\n";
+        assert_eq!(ping_times(lines), vec![500.3, 501.0]);
     }
 }

@@ -140,7 +140,7 @@ impl Receiver {
 
     /// Records datagrams until CLOCK_REALTIME passes `until_unix` or `max` were received.
     pub fn run(&self, until_unix: Duration, max: usize) -> Result<Vec<Rx>, CalError> {
-        let mut out = Vec::with_capacity(max.min(1 << 21));
+        let mut out = Vec::with_capacity(max.min(1 << 16));
         let mut buf = vec![0u8; 65536];
         let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
         while out.len() < max && sys::realtime_now() < until_unix {

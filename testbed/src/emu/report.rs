@@ -280,3 +280,62 @@ fn dir_report(
         base_delay,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emu::stats::Sample;
+    use crate::link::{starlink_aligned_start, workspace_root};
+
+    #[test]
+    fn report_carries_schedule_capacity_and_trace_delay() {
+        let p = Profile::load(&workspace_root().join("configs/profiles/leo-10mbit.toml")).unwrap();
+        let sched = *p.reconfig().expect("leo-10mbit has a schedule");
+        let start = starlink_aligned_start(Duration::from_secs(1_800_000_000), &sched);
+        let info = RunInfo {
+            profile: &p,
+            seed: 1,
+            start_mode: "aligned",
+            replay_start_unix: start,
+            left: "pop0",
+            right: "box0",
+            sample_every: Duration::from_millis(100),
+        };
+        let mut snap = DirSnapshot {
+            vtime: Duration::from_secs(20),
+            ..DirSnapshot::default()
+        };
+        snap.link.packets_in = 5;
+        snap.series.push(Sample {
+            t_ms: 100,
+            delivered_bytes: 12_500,
+            ..Sample::default()
+        });
+        let r = Report::build(&info, &[snap.clone(), snap], false, start);
+        let rc = r.reconfig.as_ref().unwrap();
+        assert!(rc.instants.len() >= 8);
+        for i in &rc.instants {
+            let sec = i.unix.rem_euclid(60.0);
+            assert!(
+                [12.0, 27.0, 42.0, 57.0]
+                    .iter()
+                    .any(|s| (sec - s).abs() < 1e-3),
+                "{sec}"
+            );
+        }
+        let d = &r.directions.down;
+        assert_eq!((d.from.as_str(), d.to.as_str()), ("pop0", "box0"));
+        assert_eq!(r.directions.up.from, "box0");
+        assert!((d.mean_capacity_mbps - 10.0).abs() < 1e-9);
+        assert!((d.series[0].delivered_mbps - 1.0).abs() < 1e-9);
+        assert_eq!(d.base_delay.constant_ms, None);
+        assert_eq!(d.base_delay.slots_ms.len(), 2001);
+        assert_eq!(d.base_delay.slots_ms[0], d.series[0].base_delay_ms);
+        assert_eq!(d.packets_in, 5);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json["directions"]["down"]["io"]["lateness_us"][7][0],
+            serde_json::Value::Null
+        );
+    }
+}
