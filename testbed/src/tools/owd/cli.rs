@@ -30,6 +30,8 @@ pub enum Cmd {
     Send(SendArgs),
     /// Receive and verify one stream, report goodput and per-chunk one-way delay.
     Recv(RecvArgs),
+    /// One-way delay of the TCP data segments seen in two captures (sender side, receiver side).
+    PcapOwd(PcapArgs),
 }
 
 /// Where the one connection comes from.
@@ -145,6 +147,10 @@ pub fn run(cli: Cli) -> Result<Report, OwdError> {
             };
             (run_recv(endpoint(&a.conn)?, &opts)?, a.common.json)
         }
+        Cmd::PcapOwd(a) => (
+            super::run_pcap_owd(&a.sender_pcap, &a.receiver_pcap, a.port, a.bin_ms)?,
+            a.json,
+        ),
     };
     write_json(&report, json.as_deref())?;
     eprintln!("{}", report.summary());

@@ -8,6 +8,8 @@
 pub mod chunk;
 pub mod cli;
 pub mod net;
+pub mod pcap_match;
+pub mod pcap_read;
 pub mod reasm;
 pub mod recv;
 pub mod report;
@@ -17,6 +19,8 @@ pub mod units;
 
 #[cfg(test)]
 mod loopback_tests;
+#[cfg(test)]
+mod pcap_tests;
 
 pub use net::{listen, resolve, Endpoint};
 pub use recv::{run_recv, RecvOpts};
@@ -41,6 +45,10 @@ pub enum OwdError {
     Stream(#[source] reasm::StreamError),
     #[error("{0}")]
     Protocol(String),
+    #[error(transparent)]
+    Pcap(#[from] pcap_read::PcapReadError),
+    #[error("pcap-owd: {0}")]
+    Match(#[from] pcap_match::MatchError),
     #[error("{0}")]
     Usage(String),
     #[error("{ctx}: {source}")]
@@ -49,6 +57,19 @@ pub enum OwdError {
         #[source]
         source: Box<OwdError>,
     },
+}
+
+/// `pcap-owd`: OWD of the bulk flow's data segments between two captures.
+pub fn run_pcap_owd(
+    sender: &std::path::Path,
+    receiver: &std::path::Path,
+    port: Option<u16>,
+    bin_ms: u64,
+) -> Result<Report, OwdError> {
+    let s = pcap_read::read_file(sender)?;
+    let r = pcap_read::read_file(receiver)?;
+    let m = pcap_match::match_segments(&s, &r, port)?;
+    Ok(Report::pcap(&m, bin_ms))
 }
 
 impl OwdError {

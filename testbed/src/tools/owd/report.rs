@@ -1,6 +1,7 @@
 //! owd-bulk result (the test bed's common result format): goodput, OWD percentiles, duration,
 //! bytes, sha256 and the binned series, for the sender, the receiver and the pcap mode.
 
+use super::pcap_match::{MatchCounters, MatchResult};
 use super::reasm::Sample;
 use super::stats::{mbps, owd_stats, series, Bin, OwdStats, Point};
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,9 @@ pub struct Report {
     /// the emulator's trace).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_unix_s: Option<f64>,
+    /// pcap mode: what the segment matcher saw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pcap: Option<MatchCounters>,
 }
 
 impl Report {
@@ -76,6 +80,7 @@ impl Report {
             cc: None,
             notsent_lowat: None,
             start_unix_s: Some(start_ns as f64 / 1e9),
+            pcap: None,
         }
     }
 
@@ -113,6 +118,48 @@ impl Report {
             cc: None,
             notsent_lowat: None,
             start_unix_s: Some(start_ns as f64 / 1e9),
+            pcap: None,
+        }
+    }
+
+    /// pcap-mode result: OWD per matched segment, goodput of the unique payload bytes between
+    /// the first and the last data segment at the receiver.
+    pub fn pcap(m: &MatchResult, bin_ms: u64) -> Self {
+        let start = m.first_ns;
+        let mut points: Vec<Point> = m
+            .arrivals
+            .iter()
+            .map(|&(t, b)| Point {
+                t_ns: t.saturating_sub(start),
+                bytes: b,
+                owd_ns: None,
+            })
+            .collect();
+        points.extend(m.samples.iter().map(|s| Point {
+            t_ns: s.recv_ns.saturating_sub(start),
+            bytes: 0,
+            owd_ns: Some(s.recv_ns as i64 - s.send_ns as i64),
+        }));
+        let dur = m.last_ns.saturating_sub(start);
+        Self {
+            role: "pcap-owd".into(),
+            goodput_mbps: mbps(m.bytes, dur),
+            owd_ms: owd_stats(
+                m.samples
+                    .iter()
+                    .map(|s| s.recv_ns as i64 - s.send_ns as i64),
+            ),
+            duration_s: dur as f64 / 1e9,
+            bytes: m.bytes,
+            sha256: None,
+            chunks: m.samples.len() as u64,
+            bin_ms,
+            series: series(&points, bin_ms * 1_000_000, dur),
+            peer: None,
+            cc: None,
+            notsent_lowat: None,
+            start_unix_s: Some(start as f64 / 1e9),
+            pcap: Some(m.counters.clone()),
         }
     }
 
