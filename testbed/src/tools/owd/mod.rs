@@ -18,6 +18,8 @@ pub mod stats;
 pub mod units;
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod loopback_tests;
 #[cfg(test)]
 mod pcap_tests;
