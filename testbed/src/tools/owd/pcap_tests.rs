@@ -77,13 +77,24 @@ fn pcap_owd_on_written_captures() {
     std::fs::remove_dir_all(sp.parent().unwrap()).unwrap();
 }
 
-/// A tcpdump capturing loopback traffic of `port` into `file` (stopped by SIGINT on drop).
+/// A tcpdump capturing loopback traffic of `port` into `file` (stopped by SIGINT on drop);
+/// headers only and a large buffer, so a fast loopback transfer is not dropped by the kernel.
 struct Tcpdump(std::process::Child);
 
 impl Tcpdump {
     fn start(iface: &str, port: u16, file: &std::path::Path) -> Self {
         let mut c = Command::new("tcpdump")
-            .args(["-i", iface, "-U", "-n", "--immediate-mode"])
+            .args([
+                "-i",
+                iface,
+                "-U",
+                "-n",
+                "--immediate-mode",
+                "-s",
+                "128",
+                "-B",
+                "8192",
+            ])
             .args(["--time-stamp-precision=nano", "-w"])
             .arg(file)
             .args(["tcp", "port", &port.to_string()])
