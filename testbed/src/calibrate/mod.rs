@@ -103,6 +103,8 @@ pub fn calibrate(
         quick: opts.quick,
         seed: opts.seed,
     };
+    let steal0 = host_steal();
+    let t0 = std::time::Instant::now();
     let mut bed = bed::Bed::start(satlink, profile_path, opts.seed, "now")?;
     let mut rows = Vec::new();
     for c in checks {
@@ -129,15 +131,32 @@ pub fn calibrate(
         rows.extend(r);
     }
     let final_stats = bed.stop()?;
+    let steal = match (steal0, host_steal()) {
+        (Some(a), Some(b)) => format!(
+            "; host steal {} ms in {:.0} s",
+            b.saturating_sub(a).as_millis(),
+            t0.elapsed().as_secs_f64()
+        ),
+        _ => String::new(),
+    };
     rows.push(ctx.row(
         "satlink late releases (> 1 ms)",
         "both",
-        late_summary(&final_stats),
+        late_summary(&final_stats) + &steal,
         "0".into(),
         "reported".into(),
         None,
     ));
     Ok(rows)
+}
+
+/// CPU time the hypervisor withheld from this machine's vCPUs so far (the `steal` column of
+/// /proc/stat, in USER_HZ = 100 ticks/s): the host stalls that delay releases.
+fn host_steal() -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: u64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+    Some(std::time::Duration::from_millis(ticks * 10))
 }
 
 fn late_summary(stats: &serde_json::Value) -> String {
