@@ -105,12 +105,13 @@ pub fn establish(ep: Endpoint, dl: &Deadline) -> Result<(TcpStream, u64), OwdErr
         }
     };
     let t = now_ns();
+    tracing::debug!(local = ?s.local_addr().ok(), peer = ?s.peer_addr().ok(), "connection established");
     s.set_nonblocking(true)
         .map_err(|e| OwdError::io("set non-blocking", e))?;
     Ok((s, t))
 }
 
-/// Sets the sender's options: TCP_NOTSENT_LOWAT and, if given, TCP_CONGESTION. Returns the
+/// Sets the sender's options: TCP_NODELAY, TCP_NOTSENT_LOWAT and, if given, TCP_CONGESTION. Returns the
 /// congestion control and low-water mark in effect (read back).
 pub fn sender_options(
     s: &TcpStream,
@@ -118,6 +119,8 @@ pub fn sender_options(
     cc: Option<&str>,
 ) -> Result<(String, u32), OwdError> {
     let r = SockRef::from(s);
+    r.set_tcp_nodelay(true)
+        .map_err(|e| OwdError::io("setsockopt TCP_NODELAY", e))?;
     r.set_tcp_notsent_lowat(lowat)
         .map_err(|e| OwdError::io(format!("setsockopt TCP_NOTSENT_LOWAT {lowat}"), e))?;
     if let Some(cc) = cc {

@@ -64,6 +64,11 @@ fn recv_on(
                 sha256: re.sha256(),
             };
             write_all(s, &ack.encode(), dl)?;
+            tracing::debug!(
+                bytes = re.bytes(),
+                chunks = re.chunks(),
+                "stream verified, confirmed"
+            );
         }
     }
     re.finish().map_err(OwdError::Stream)?;

@@ -58,6 +58,7 @@ fn send_on(
     dl: &Deadline,
 ) -> Result<Report, OwdError> {
     let (cc, lowat) = sender_options(s, opts.notsent_lowat, opts.cc.as_deref())?;
+    tracing::debug!(%cc, lowat, amount = ?opts.amount, "sending");
     let amount = match opts.amount {
         SendAmount::Bytes(n) => Amount::Bytes(n),
         SendAmount::Duration(d) => Amount::UntilNs(start_ns + d.as_nanos() as u64),
@@ -95,6 +96,11 @@ fn send_on(
         chunks += 1;
     }
     let sha: [u8; 32] = sha.finalize().into();
+    tracing::debug!(
+        bytes,
+        chunks,
+        "last chunk written, waiting for the confirmation"
+    );
     let ack = read_ack(s, dl)?;
     let end_ns = now_ns();
     if ack.bytes != bytes || ack.sha256 != sha {
