@@ -13,10 +13,24 @@ use std::time::Duration;
 const MS: u64 = 1_000_000;
 const T0: u64 = 1_700_000_000 * 1_000 * MS;
 
-fn tmp(test: &str, name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("owd-bulk-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+/// A temporary directory, removed on drop (also when the test fails).
+struct TmpDir(PathBuf);
+
+impl TmpDir {
+    fn new(test: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("owd-bulk-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[test]
@@ -53,7 +67,8 @@ fn pcap_owd_on_written_captures() {
     }
     rcv.push((T0 + 65 * MS, frame(DataLink::LINUX_SLL2, &ip5), 80));
     rcv.sort_by_key(|r| r.0);
-    let (sp, rp) = (tmp("written", "snd.pcap"), tmp("written", "rcv.pcap"));
+    let dir = TmpDir::new("written");
+    let (sp, rp) = (dir.join("snd.pcap"), dir.join("rcv.pcap"));
     std::fs::write(&sp, pcap(DataLink::ETHERNET, false, &snd)).unwrap();
     std::fs::write(&rp, pcap(DataLink::LINUX_SLL2, true, &rcv)).unwrap();
     let r = run_pcap_owd(&sp, &rp, None, 100).unwrap();
@@ -74,12 +89,11 @@ fn pcap_owd_on_written_captures() {
         assert!(!v[k].is_null(), "{k}: {v}");
     }
     assert!(v["sha256"].is_null());
-    std::fs::remove_dir_all(sp.parent().unwrap()).unwrap();
 }
 
 /// A tcpdump capturing loopback traffic of `port` into `file` (stopped by SIGINT on drop);
 /// headers only and a large buffer, so a fast loopback transfer is not dropped by the kernel.
-struct Tcpdump(std::process::Child);
+struct Tcpdump(std::process::Child, BufReader<std::process::ChildStderr>);
 
 impl Tcpdump {
     fn start(iface: &str, port: u16, file: &std::path::Path) -> Self {
@@ -102,17 +116,19 @@ impl Tcpdump {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn tcpdump");
-        let mut err = BufReader::new(c.stderr.take().unwrap());
+        let err = BufReader::new(c.stderr.take().unwrap());
+        // Guard first: a failure below still stops tcpdump. The stderr pipe stays open until
+        // tcpdump has exited (it prints its statistics there on SIGINT).
+        let mut t = Self(c, err);
         let mut seen = String::new();
         while !seen.contains("listening on") {
             let mut line = String::new();
-            if err.read_line(&mut line).unwrap() == 0 {
-                let _ = c.wait();
+            if t.1.read_line(&mut line).unwrap_or(0) == 0 {
                 panic!("tcpdump exited: {seen}");
             }
             seen.push_str(&line);
         }
-        Self(c)
+        t
     }
 }
 
@@ -133,7 +149,8 @@ fn pcap_owd_on_tcpdump_loopback_captures() {
     }
     let l = listen("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = l.local_addr().unwrap();
-    let (a, b) = (tmp("live", "lo.pcap"), tmp("live", "any.pcap"));
+    let dir = TmpDir::new("live");
+    let (a, b) = (dir.join("lo.pcap"), dir.join("any.pcap"));
     let total = 2u64 << 20;
     {
         let _lo = Tcpdump::start("lo", addr.port(), &a);
@@ -162,5 +179,4 @@ fn pcap_owd_on_tcpdump_loopback_captures() {
     assert_eq!(c.resegmented, 0);
     let o = r.owd_ms.as_ref().unwrap();
     assert!(o.min.abs() < 1.0 && o.max.abs() < 1.0, "{o:?}");
-    std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
 }
