@@ -210,12 +210,18 @@ pub fn start_wireguard_go(topo: &Topology, node: Node, iface: &str, s: &WgGoSpec
         iface: iface.to_string(),
     };
     let end = Instant::now() + Duration::from_secs(10);
-    while topo
-        .exec(node, &["ip", "link", "show", iface])
-        .map(|o| !o.status.success())
-        .unwrap_or(true)
+    // wireguard-go creates the TUN first and its UAPI socket after: `wg set` needs both.
+    let uapi = std::path::PathBuf::from(format!("/var/run/wireguard/{iface}.sock"));
+    while !uapi.exists()
+        || topo
+            .exec(node, &["ip", "link", "show", iface])
+            .map(|o| !o.status.success())
+            .unwrap_or(true)
     {
-        assert!(Instant::now() < end, "wireguard-go did not create {iface}");
+        assert!(
+            Instant::now() < end,
+            "wireguard-go did not create {iface} and its UAPI socket"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let keyfile = topo.tmpdir().join(format!("{iface}.key"));
