@@ -175,7 +175,14 @@ fn pcap_owd_on_tcpdump_loopback_captures() {
     let r = run_pcap_owd(&a, &b, Some(addr.port()), 100).unwrap();
     let c = r.pcap.as_ref().unwrap();
     assert_eq!(r.bytes, total, "{c:?}");
-    assert!(c.matched > 0 && c.matched == c.receiver_segments, "{c:?}");
+    // Every segment is in both captures; only (tail-loss-probe) retransmissions on a busy
+    // machine may leave some untimed.
+    assert!(
+        c.matched > 0 && c.unmatched == 0 && c.duplicates == 0,
+        "{c:?}"
+    );
+    assert_eq!(c.ambiguous > 0, c.sender_retransmissions > 0, "{c:?}");
+    assert_eq!(c.sender_segments, c.receiver_segments, "{c:?}");
     assert_eq!(c.resegmented, 0);
     let o = r.owd_ms.as_ref().unwrap();
     assert!(o.min.abs() < 1.0 && o.max.abs() < 1.0, "{o:?}");
