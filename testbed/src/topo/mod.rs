@@ -6,116 +6,23 @@
 //! Namespaces left by a process that died without cleanup (SIGKILL) are swept by the next build.
 
 pub mod addr;
+mod cleanup;
 pub mod netns;
 mod proc;
+mod spec;
 
+pub use cleanup::sweep_stale;
 pub use proc::Proc;
+pub use spec::{Node, TopoError, TopoSpec, Wan};
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, Once};
 
 use addr::*;
 
-/// Errors of the topology layer; each names the command or step that failed.
-#[derive(Debug, thiserror::Error)]
-pub enum TopoError {
-    #[error("{what}: exit {status:?}: {stderr}")]
-    Failed {
-        what: String,
-        status: Option<i32>,
-        stderr: String,
-    },
-    #[error("{what}: {source}")]
-    Spawn {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("node {0:?} is not part of this topology")]
-    NoSuchNode(Node),
-}
-
-/// The hosts of the standard topology.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Node {
-    /// The user's PC behind the box.
-    Pc,
-    /// The customer terminal box (client endpoint, box-side PEP).
-    Box,
-    /// The satellite link: satlink runs here (only with [`Wan::Satlink`]).
-    Sat,
-    /// The operator's POP (POP endpoint, POP-side PEP).
-    Pop,
-    /// A server on the Internet side of the POP.
-    Srv,
-}
-
-impl Node {
-    pub const ALL: [Node; 5] = [Node::Pc, Node::Box, Node::Sat, Node::Pop, Node::Srv];
-
-    pub fn short(self) -> &'static str {
-        match self {
-            Node::Pc => "pc",
-            Node::Box => "box",
-            Node::Sat => "sat",
-            Node::Pop => "pop",
-            Node::Srv => "srv",
-        }
-    }
-}
-
-/// How box and POP are joined.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Wan {
-    /// A bare veth `box wan0 <-> pop wan0` (no emulation).
-    Direct,
-    /// `box wan0 <-> sat box0 | sat pop0 <-> pop wan0`: a middle namespace with no addresses
-    /// and IPv6 off, where satlink moves frames ([`Topology::spawn_satlink`]). Offloads are off
-    /// on all four interfaces so frames are real MTU-sized packets.
-    Satlink,
-}
-
-/// What to build.
-#[derive(Debug, Clone)]
-pub struct TopoSpec {
-    pub wan: Wan,
-    /// Routes over the WAN between the two LANs (box → 10.2.0.0/24, pop → 10.1.0.0/24, and
-    /// the IPv6 pair), for setups without a VPN. Leave off when the tunnel adds its own routes.
-    pub plain_routes: bool,
-}
-
-impl TopoSpec {
-    pub fn direct() -> TopoSpec {
-        TopoSpec {
-            wan: Wan::Direct,
-            plain_routes: false,
-        }
-    }
-
-    pub fn satlink() -> TopoSpec {
-        TopoSpec {
-            wan: Wan::Satlink,
-            plain_routes: false,
-        }
-    }
-
-    pub fn with_plain_routes(mut self) -> TopoSpec {
-        self.plain_routes = true;
-        self
-    }
-}
-
-/// Namespaces alive in this process, cleaned by the signal thread on SIGINT/SIGTERM.
-static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static COUNTER: AtomicU32 = AtomicU32::new(0);
-static SIGNALS: Once = Once::new();
 
 /// A built topology. Dropping it kills its processes and deletes its namespaces and tmpdir.
 pub struct Topology {
@@ -129,7 +36,7 @@ impl Topology {
     /// Builds the namespaces, links, addresses and routes of `spec`. On any failure what was
     /// already created is removed before the error is returned.
     pub fn build(spec: TopoSpec) -> Result<Topology, TopoError> {
-        install_signal_cleanup();
+        cleanup::install_signal_cleanup();
         sweep_stale();
         let prefix = format!(
             "sp{}x{}",
@@ -251,9 +158,7 @@ impl Topology {
     fn setup(&self) -> Result<(), TopoError> {
         for node in self.nodes().collect::<Vec<_>>() {
             let ns = self.ns(node);
-            LIVE.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(ns.clone());
+            cleanup::register(&ns);
             netns::add(&ns)?;
             self.ip(node, &["link", "set", "lo", "up"])?;
             if node != Node::Sat {
@@ -427,70 +332,10 @@ impl Drop for Topology {
         for node in self.nodes().collect::<Vec<_>>() {
             let ns = self.ns(node);
             netns::delete(&ns);
-            LIVE.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|n| n != &ns);
+            cleanup::unregister(&ns);
         }
         if !self.keep_tmpdir {
             let _ = std::fs::remove_dir_all(&self.tmpdir);
         }
-    }
-}
-
-/// On SIGINT/SIGTERM/SIGHUP: delete every live namespace of this process, then exit 130.
-fn install_signal_cleanup() {
-    SIGNALS.call_once(|| {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-            return;
-        };
-        std::thread::spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                let live: Vec<String> = LIVE.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                for ns in live {
-                    netns::delete(&ns);
-                }
-                std::process::exit(128 + sig);
-            }
-        });
-    });
-}
-
-/// Deletes namespaces named `sp<pid>x<n>-*` whose creating process no longer exists.
-pub fn sweep_stale() {
-    for ns in netns::list() {
-        if let Some(pid) = owner_pid(&ns) {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                netns::delete(&ns);
-            }
-        }
-    }
-}
-
-fn owner_pid(ns: &str) -> Option<u32> {
-    let rest = ns.strip_prefix("sp")?;
-    let (pid, rest) = rest.split_once('x')?;
-    let (n, _node) = rest.split_once('-')?;
-    n.parse::<u32>().ok()?;
-    pid.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn owner_pid_parses_only_our_names() {
-        assert_eq!(owner_pid("sp1234x0-pc"), Some(1234));
-        assert_eq!(owner_pid("sp1234x12-sat"), Some(1234));
-        assert_eq!(owner_pid("spare-ns"), None);
-        assert_eq!(owner_pid("sp12x-pc"), None);
-        assert_eq!(owner_pid("other"), None);
-    }
-
-    #[test]
-    fn node_names_are_distinct() {
-        let names: std::collections::HashSet<_> = Node::ALL.iter().map(|n| n.short()).collect();
-        assert_eq!(names.len(), Node::ALL.len());
     }
 }
