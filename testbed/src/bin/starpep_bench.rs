@@ -15,11 +15,14 @@ struct Cli {
 enum Cmd {
     /// Throughput and CPU/Gbit through the tunnel on bare veth: ours vs wireguard-go (A/B/A/B).
     Tunnel(bench::tunnel::TunnelArgs),
+    /// Download time over a satellite link (default geo, 30 MB, CUBIC end hosts): no VPN, WireGuard, WireGuard + split, PEP without VPN; ratio to the ideal.
+    Split(bench::split::SplitArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Tunnel(a) => bench::tunnel::run(&a).map(|_| ()),
+        Cmd::Split(a) => bench::split::run(&a).map(|_| ()),
     }
 }

@@ -1,0 +1,362 @@
+//! `starpep-bench split`: download time of one bulk TCP transfer srv → pc over an emulated
+//! satellite link (default `geo`: 10 Mbit/s, 500 ms RTT) with CUBIC end hosts, for four setups:
+//! no VPN no PEP, WireGuard only, WireGuard + split (ours), and the PEP without VPN.
+//!
+//! Ideal time = payload × 8 / link rate + 2 RTT (one RTT for the TCP handshake, one for the
+//! request to reach the server and the first byte to come back); each time is reported with its
+//! ratio to that ideal. Every setup runs in a fresh topology with its own satlink; the tunnel
+//! setups are warmed up (WireGuard handshake done) before the transfer starts. Every received
+//! byte is checked against the sent pattern.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::link::{CapacitySpec, DelaySpec, Profile};
+use crate::topo::{addr, Node, Proc, TopoSpec, Topology};
+
+use super::sibling_bin;
+
+#[derive(Debug, clap::Args)]
+pub struct SplitArgs {
+    /// satlink profile (name or path).
+    #[arg(long, default_value = "geo")]
+    pub profile: String,
+    /// Payload of the download, bytes.
+    #[arg(long, default_value_t = 30_000_000)]
+    pub bytes: usize,
+    /// Rounds; each runs every setup once.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: u32,
+    /// Setups (plain, wireguard, split, pep-novpn), comma-separated.
+    #[arg(
+        long,
+        default_value = "plain,wireguard,split,pep-novpn",
+        value_delimiter = ','
+    )]
+    pub setups: Vec<String>,
+    /// Link rate and RTT for the ideal when the profile is not constant.
+    #[arg(long)]
+    pub rate_mbit: Option<f64>,
+    #[arg(long)]
+    pub rtt_ms: Option<f64>,
+    /// `[PEP]` keys to override in both PEP configs (`KEY=VALUE`, repeatable), e.g.
+    /// `--pep Congestion=cubic --pep InitCwnd=40`.
+    #[arg(long = "pep")]
+    pub pep_set: Vec<String>,
+    /// Also write the results as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// What is between pc and srv.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Setup {
+    /// Plain routing over the link: no VPN, no PEP.
+    Plain,
+    /// Our endpoint pair with stock WireGuard configs (no `[PEP]`).
+    Wireguard,
+    /// Our endpoint pair with `configs/{box,pop}-pep.conf`: tunnel + split.
+    Split,
+    /// `configs/{box,pop}-pep-none.conf`: split without VPN, plain routing.
+    PepNoVpn,
+}
+
+impl Setup {
+    pub fn parse(s: &str) -> anyhow::Result<Setup> {
+        Ok(match s {
+            "plain" => Setup::Plain,
+            "wireguard" | "wg" => Setup::Wireguard,
+            "split" => Setup::Split,
+            "pep-novpn" | "pep" => Setup::PepNoVpn,
+            o => anyhow::bail!("unknown setup {o:?} (plain, wireguard, split, pep-novpn)"),
+        })
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Setup::Plain => "no VPN, no PEP",
+            Setup::Wireguard => "WireGuard only",
+            Setup::Split => "WireGuard + split",
+            Setup::PepNoVpn => "PEP without VPN",
+        }
+    }
+
+    /// Config names (box, POP) in `configs/`, if daemons run.
+    fn configs(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Setup::Plain => None,
+            Setup::Wireguard => Some(("box", "pop")),
+            Setup::Split => Some(("box-pep", "pop-pep")),
+            Setup::PepNoVpn => Some(("box-pep-none", "pop-pep-none")),
+        }
+    }
+
+    fn plain_routes(self) -> bool {
+        matches!(self, Setup::Plain | Setup::PepNoVpn)
+    }
+}
+
+/// One measured download.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Run {
+    pub setup: Setup,
+    pub round: u32,
+    pub bytes: usize,
+    pub seconds: f64,
+    pub ideal_seconds: f64,
+    pub ratio: f64,
+    pub goodput_mbit: f64,
+}
+
+/// Runs `f` on a thread inside `ns` (sockets it opens live there).
+fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || -> anyhow::Result<T> {
+        let fd = std::fs::File::open(&path)?;
+        nix::sched::setns(fd.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)?;
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("namespace thread panicked"))?
+}
+
+/// `text` with `KEY=VALUE` overrides in its `[PEP]` section (the file's last section).
+fn patch_pep(text: &str, set: &[String]) -> anyhow::Result<String> {
+    let mut out = text.to_string();
+    for kv in set {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--pep {kv:?}: not KEY=VALUE"))?;
+        let (k, v) = (k.trim(), v.trim());
+        let at = out
+            .find("[PEP]")
+            .ok_or_else(|| anyhow::anyhow!("no [PEP] section"))?;
+        let (head, tail) = out.split_at(at);
+        let mut lines: Vec<String> = tail
+            .lines()
+            .filter(|l| {
+                let key = l.split('=').next().unwrap_or("").trim();
+                l.trim_start().starts_with('#') || !key.eq_ignore_ascii_case(k)
+            })
+            .map(str::to_string)
+            .collect();
+        lines.push(format!("{k} = {v}"));
+        out = format!("{head}{}\n", lines.join("\n"));
+    }
+    Ok(out)
+}
+
+fn start_daemon(
+    topo: &Topology,
+    node: Node,
+    bin: &str,
+    name: &str,
+    pep_set: &[String],
+) -> anyhow::Result<Proc> {
+    let src = crate::link::workspace_root().join(format!("configs/{name}.conf"));
+    let conf = topo.tmpdir().join(format!("{name}.conf"));
+    let text = std::fs::read_to_string(&src)?;
+    let text = if name.contains("pep") {
+        patch_pep(&text, pep_set)?
+    } else {
+        text
+    };
+    std::fs::write(&conf, text)?;
+    let bin = sibling_bin(bin)?;
+    let mut p = topo.spawn(
+        node,
+        &format!("{}-{name}", node.short()),
+        &[
+            bin.as_os_str(),
+            "run".as_ref(),
+            "-c".as_ref(),
+            conf.as_os_str(),
+        ],
+    )?;
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(st) = p.try_status() {
+            anyhow::bail!("{name}: daemon exited ({st}): {}", p.log());
+        }
+        let out = topo.exec(node, &[bin.as_os_str(), "show".as_ref(), name.as_ref()])?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && (!name.contains("pep") || text.contains("pep:")) {
+            return Ok(p);
+        }
+        anyhow::ensure!(Instant::now() < end, "{name}: not up: {}", p.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Link rate (bit/s) and RTT of a constant profile, or the command line's.
+fn link_figures(args: &SplitArgs, profile: &Path) -> anyhow::Result<(f64, f64)> {
+    if let (Some(r), Some(t)) = (args.rate_mbit, args.rtt_ms) {
+        return Ok((r * 1e6, t / 1000.0));
+    }
+    let p = Profile::load(profile)?;
+    let rate = match &p.down().capacity {
+        CapacitySpec::Rate(r) => *r as f64,
+        _ => anyhow::bail!("profile {} has no constant rate: give --rate-mbit", p.name),
+    };
+    let one_way = |d: &DelaySpec| match d {
+        DelaySpec::Constant { delay, .. } => Ok(delay.as_secs_f64()),
+        _ => anyhow::bail!("profile {} has no constant delay: give --rtt-ms", p.name),
+    };
+    Ok((rate, one_way(&p.down().delay)? + one_way(&p.up().delay)?))
+}
+
+/// The end hosts' congestion control. The namespaces' default cannot be changed to cubic
+/// (restricted outside the initial namespace), so it is set per socket (root may).
+const END_HOST_CC: &[u8] = b"cubic";
+
+fn cubic_listener(a: SocketAddr) -> std::io::Result<TcpListener> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.set_tcp_congestion(END_HOST_CC)?;
+    s.set_reuse_address(true)?;
+    s.bind(&a.into())?;
+    s.listen(16)?;
+    Ok(s.into())
+}
+
+fn cubic_connect(a: SocketAddr) -> std::io::Result<TcpStream> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.set_tcp_congestion(END_HOST_CC)?;
+    s.connect_timeout(&a.into(), Duration::from_secs(30))?;
+    Ok(s.into())
+}
+
+/// Byte `i` of the payload (a pattern that detects reordering and loss).
+fn pattern(i: usize) -> u8 {
+    (i.wrapping_mul(2_654_435_761) >> 13) as u8
+}
+
+/// The download srv → pc; returns its duration (connect to last byte).
+fn download(topo: &Topology, bytes: usize) -> anyhow::Result<Duration> {
+    let dst: SocketAddr = SocketAddr::from((addr::SRV, 5401));
+    let l = in_ns(&topo.ns(Node::Srv), move || cubic_listener(dst))??;
+    let data: Vec<u8> = (0..bytes).map(pattern).collect();
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut c, _) = l.accept()?;
+        let mut req = [0u8; 1];
+        c.read_exact(&mut req)?;
+        c.write_all(&data)?;
+        c.shutdown(Shutdown::Write)?;
+        let mut rest = Vec::new();
+        c.read_to_end(&mut rest).map(|_| ())
+    });
+    let t0 = Instant::now();
+    let mut c = in_ns(&topo.ns(Node::Pc), move || cubic_connect(dst))??;
+    c.write_all(b"G")?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = 0;
+    let mut intact = true;
+    loop {
+        let n = c.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        intact &= buf[..n]
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(got + i));
+        got += n;
+    }
+    let took = t0.elapsed();
+    c.shutdown(Shutdown::Write)?;
+    server
+        .join()
+        .map_err(|_| anyhow::anyhow!("server thread panicked"))??;
+    anyhow::ensure!(got == bytes, "received {got} of {bytes} bytes");
+    anyhow::ensure!(intact, "payload corrupted");
+    Ok(took)
+}
+
+fn one(args: &SplitArgs, profile: &Path, setup: Setup) -> anyhow::Result<Duration> {
+    let spec = if setup.plain_routes() {
+        TopoSpec::satlink().with_plain_routes()
+    } else {
+        TopoSpec::satlink()
+    };
+    let topo = Topology::build(spec)?;
+    let _link = topo.spawn_satlink(&sibling_bin("satlink")?, profile, &["--start", "now"])?;
+    let mut daemons = Vec::new();
+    if let Some((b, p)) = setup.configs() {
+        daemons.push(start_daemon(
+            &topo,
+            Node::Pop,
+            "starpep-pop",
+            p,
+            &args.pep_set,
+        )?);
+        daemons.push(start_daemon(
+            &topo,
+            Node::Box,
+            "starpep-client",
+            b,
+            &args.pep_set,
+        )?);
+    }
+    // Warm-up: the path works (and the WireGuard handshake is done) before timing.
+    let srv = addr::SRV.to_string();
+    let ok = (0..10).any(|_| {
+        topo.exec(Node::Pc, &["ping", "-c", "1", "-W", "2", &srv])
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    });
+    anyhow::ensure!(ok, "{}: pc cannot reach srv", setup.label());
+    let took = download(&topo, args.bytes)?;
+    for mut d in daemons {
+        d.stop();
+    }
+    Ok(took)
+}
+
+pub fn run(args: &SplitArgs) -> anyhow::Result<Vec<Run>> {
+    let setups: Vec<Setup> = args
+        .setups
+        .iter()
+        .map(|s| Setup::parse(s))
+        .collect::<anyhow::Result<_>>()?;
+    let profile = Profile::find(&args.profile)?;
+    let (rate, rtt) = link_figures(args, &profile)?;
+    let ideal = args.bytes as f64 * 8.0 / rate + 2.0 * rtt;
+    println!(
+        "{} B download srv -> pc over {} ({:.1} Mbit/s, RTT {:.0} ms), CUBIC end hosts; \
+         ideal = size/rate + 2 RTT = {ideal:.1} s",
+        args.bytes,
+        args.profile,
+        rate / 1e6,
+        rtt * 1000.0
+    );
+    let mut runs = Vec::new();
+    for round in 0..args.rounds {
+        for setup in &setups {
+            let took = one(args, &profile, *setup)?.as_secs_f64();
+            let r = Run {
+                setup: *setup,
+                round,
+                bytes: args.bytes,
+                seconds: took,
+                ideal_seconds: ideal,
+                ratio: took / ideal,
+                goodput_mbit: args.bytes as f64 * 8.0 / took / 1e6,
+            };
+            println!(
+                "round {round} {:<18} {:>7.1} s  {:>5.2} x ideal  {:>6.2} Mbit/s",
+                setup.label(),
+                r.seconds,
+                r.ratio,
+                r.goodput_mbit
+            );
+            runs.push(r);
+        }
+    }
+    if let Some(p) = &args.json {
+        std::fs::write(p, serde_json::to_string_pretty(&runs)?)?;
+    }
+    Ok(runs)
+}
