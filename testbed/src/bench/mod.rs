@@ -1,8 +1,10 @@
 //! Benchmarks (not tests): whole setups in a namespace topology, measured and printed.
 //! `starpep-bench <subcommand>`; `tunnel` compares the WireGuard data paths on bare veth,
-//! `split` the download time over a satellite link with and without VPN and PEP.
+//! `split` the download time over a satellite link with and without VPN and PEP, `demo`
+//! the README's main job (LEO trace, VPN only vs VPN + PEP, side by side).
 
 pub mod cpu;
+pub mod demo;
 pub mod iperf;
 pub mod split;
 pub mod tunnel;

@@ -86,7 +86,7 @@ impl Setup {
     }
 
     /// Config names (box, POP) in `configs/`, if daemons run.
-    fn configs(self) -> Option<(&'static str, &'static str)> {
+    pub(crate) fn configs(self) -> Option<(&'static str, &'static str)> {
         match self {
             Setup::Plain => None,
             Setup::Wireguard => Some(("box", "pop")),
@@ -95,7 +95,7 @@ impl Setup {
         }
     }
 
-    fn plain_routes(self) -> bool {
+    pub(crate) fn plain_routes(self) -> bool {
         matches!(self, Setup::Plain | Setup::PepNoVpn)
     }
 }
@@ -150,7 +150,9 @@ fn patch_pep(text: &str, set: &[String]) -> anyhow::Result<String> {
     Ok(out)
 }
 
-fn start_daemon(
+/// Starts `configs/NAME.conf` (with `[PEP]` overrides) in `node` and waits until `show`
+/// answers (and reports the PEP, for PEP configs).
+pub(crate) fn start_daemon(
     topo: &Topology,
     node: Node,
     bin: &str,

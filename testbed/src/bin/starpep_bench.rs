@@ -17,6 +17,8 @@ enum Cmd {
     Tunnel(bench::tunnel::TunnelArgs),
     /// Download time over a satellite link (default geo, 30 MB, CUBIC end hosts): no VPN, WireGuard, WireGuard + split, PEP without VPN; ratio to the ideal.
     Split(bench::split::SplitArgs),
+    /// The main demo: the Starlink trace, WireGuard only vs WireGuard + split, side by side.
+    Demo(bench::demo::DemoArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -24,5 +26,6 @@ fn main() -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Tunnel(a) => bench::tunnel::run(&a).map(|_| ()),
         Cmd::Split(a) => bench::split::run(&a).map(|_| ()),
+        Cmd::Demo(a) => bench::demo::run(&a).map(|_| ()),
     }
 }
