@@ -9,4 +9,5 @@ pub mod daemon;
 pub mod io;
 pub mod pep;
 pub mod proxy;
+pub mod testing;
 pub mod tunnel;

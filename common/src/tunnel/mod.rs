@@ -10,6 +10,8 @@ pub mod peer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fuzz;
 
 pub use allowed_ips::AllowedIps;
 pub use engine::{Engine, EngineError, Inbound, Outbound, DATA_OVERHEAD, MIN_DST};

@@ -7,17 +7,17 @@ use boringtun::x25519::{PublicKey, StaticSecret};
 
 use super::*;
 
-fn key(seed: u8) -> ([u8; 32], [u8; 32]) {
+pub(super) fn key(seed: u8) -> ([u8; 32], [u8; 32]) {
     let secret = [seed; 32];
     let public = *PublicKey::from(&StaticSecret::from(secret)).as_bytes();
     (secret, public)
 }
 
-fn sa(s: &str) -> SocketAddr {
+pub(super) fn sa(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
-fn spec(public: [u8; 32], endpoint: Option<&str>, ips: &[&str]) -> PeerSpec {
+pub(super) fn spec(public: [u8; 32], endpoint: Option<&str>, ips: &[&str]) -> PeerSpec {
     PeerSpec {
         public_key: public,
         preshared_key: None,
@@ -28,7 +28,7 @@ fn spec(public: [u8; 32], endpoint: Option<&str>, ips: &[&str]) -> PeerSpec {
 }
 
 /// A UDP packet `src → dst` with `payload`, as an IP packet would come out of a TUN.
-fn ip_packet(src: &str, dst: &str, payload: &[u8]) -> Vec<u8> {
+pub(super) fn ip_packet(src: &str, dst: &str, payload: &[u8]) -> Vec<u8> {
     let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
     let b = match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
@@ -46,25 +46,28 @@ fn ip_packet(src: &str, dst: &str, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Nodes with engines at UDP addresses; runs datagrams until the network is quiet.
-struct Net<'a> {
+pub(super) struct Net<'a> {
     nodes: Vec<(SocketAddr, &'a Engine)>,
     wire: VecDeque<(SocketAddr, SocketAddr, Vec<u8>)>,
     /// Inner packets delivered to each node's TUN.
-    delivered: Vec<Vec<Vec<u8>>>,
+    pub(super) delivered: Vec<Vec<Vec<u8>>>,
+    /// Every datagram that crossed the wire, in order: `(from, to, bytes)`.
+    pub(super) log: Vec<(SocketAddr, SocketAddr, Vec<u8>)>,
 }
 
 impl<'a> Net<'a> {
-    fn new(nodes: Vec<(SocketAddr, &'a Engine)>) -> Self {
+    pub(super) fn new(nodes: Vec<(SocketAddr, &'a Engine)>) -> Self {
         let n = nodes.len();
         Net {
             nodes,
             wire: VecDeque::new(),
             delivered: vec![Vec::new(); n],
+            log: Vec::new(),
         }
     }
 
     /// Node `i` reads `packet` from its TUN.
-    fn send(&mut self, i: usize, packet: &[u8]) {
+    pub(super) fn send(&mut self, i: usize, packet: &[u8]) {
         let mut dst = vec![0u8; packet.len() + 200];
         let (me, eng) = self.nodes[i];
         if let Outbound::Send { to, datagram } = eng.encapsulate(packet, &mut dst) {
@@ -73,11 +76,12 @@ impl<'a> Net<'a> {
     }
 
     /// Delivers everything on the wire; a datagram may be re-sourced with `rewrite`.
-    fn run(&mut self) {
+    pub(super) fn run(&mut self) {
         let mut guard = 0;
         while let Some((from, to, d)) = self.wire.pop_front() {
             guard += 1;
             assert!(guard < 1000, "network does not settle");
+            self.log.push((from, to, d.clone()));
             let Some(i) = self.nodes.iter().position(|(a, _)| *a == to) else {
                 continue;
             };
@@ -104,15 +108,15 @@ impl<'a> Net<'a> {
     }
 }
 
-struct Pair {
-    client: Engine,
-    pop: Engine,
+pub(super) struct Pair {
+    pub(super) client: Engine,
+    pub(super) pop: Engine,
 }
 
-const CLIENT_UDP: &str = "10.99.0.1:40000";
-const POP_UDP: &str = "10.99.0.2:51820";
+pub(super) const CLIENT_UDP: &str = "10.99.0.1:40000";
+pub(super) const POP_UDP: &str = "10.99.0.2:51820";
 
-fn pair() -> Pair {
+pub(super) fn pair() -> Pair {
     let (cs, cp) = key(1);
     let (ps, pp) = key(2);
     let client = Engine::new(

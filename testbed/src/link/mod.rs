@@ -26,3 +26,5 @@ pub use trace::{DelayTrace, RateTrace, TraceError, DELAY_SLOT, OPPORTUNITY_BYTES
 mod model_tests;
 #[cfg(test)]
 mod profile_tests;
+#[cfg(test)]
+mod trace_fuzz_tests;

@@ -10,6 +10,7 @@ use super::reasm::{Reassembler, Sample};
 use pcap_file::DataLink;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use starpep_common::testing::mutate;
 
 fn stream(total: u64) -> Vec<u8> {
     let mut plan = ChunkPlan::new(Amount::Bytes(total)).unwrap();
@@ -23,31 +24,6 @@ fn stream(total: u64) -> Vec<u8> {
 
 fn h_stamp(x: u64) -> u64 {
     1_700_000_000_000_000_000 + x
-}
-
-/// Applies 1..4 random mutations: flips, inserts, deletes, truncation, duplicated ranges.
-fn mutate(rng: &mut StdRng, v: &mut Vec<u8>) {
-    for _ in 0..rng.gen_range(1..4) {
-        if v.is_empty() {
-            v.push(rng.gen());
-            continue;
-        }
-        let at = rng.gen_range(0..v.len());
-        match rng.gen_range(0..5) {
-            0 => v[at] ^= 1 << rng.gen_range(0..8),
-            1 => v.insert(at, rng.gen()),
-            2 => {
-                v.remove(at);
-            }
-            3 => v.truncate(at),
-            _ => {
-                let end = (at + rng.gen_range(1..64)).min(v.len());
-                let dup = v[at..end].to_vec();
-                let to = rng.gen_range(0..v.len());
-                v.splice(to..to, dup);
-            }
-        }
-    }
 }
 
 /// Feeds `s` in random pieces; returns the samples if the stream was accepted whole.
