@@ -384,3 +384,16 @@ pub fn srv() -> String {
 pub fn srv6() -> String {
     addr::SRV6.to_string()
 }
+
+/// Brings up the standard pair (POP then box) with fresh keys; `box_peer_extra` lines are added
+/// to the box's `[Peer]`. Returns the box and POP interface names and both daemons.
+pub fn up_pair(topo: &Topology, box_peer_extra: &str) -> (String, String, Proc, Proc) {
+    let (bk, pk) = (keys(), keys());
+    let (bi, pi) = (iface(topo, "b"), iface(topo, "p"));
+    let pop_conf = write_conf(topo, &pi, &pop_conf(&pk, &bk.public, ""));
+    let box_text = box_conf(&bk, &pk.public, "10.99.0.2:51820", BOX_ALLOWED, "") + box_peer_extra;
+    let box_conf = write_conf(topo, &bi, &box_text);
+    let pop = start_daemon(topo, Node::Pop, "starpep-pop", &pop_conf);
+    let bx = start_daemon(topo, Node::Box, "starpep-client", &box_conf);
+    (bi, pi, pop, bx)
+}

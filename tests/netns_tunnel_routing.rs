@@ -10,27 +10,13 @@ use std::time::Duration;
 use common::*;
 use starpep_tests::{require_root, Node, TopoSpec, Topology};
 
-fn up_pair(topo: &Topology) -> (String, String, starpep_tests::Proc, starpep_tests::Proc) {
-    let (bk, pk) = (keys(), keys());
-    let (bi, pi) = (iface(topo, "b"), iface(topo, "p"));
-    let pop_conf = write_conf(topo, &pi, &pop_conf(&pk, &bk.public, ""));
-    let box_conf = write_conf(
-        topo,
-        &bi,
-        &box_conf(&bk, &pk.public, "10.99.0.2:51820", BOX_ALLOWED, ""),
-    );
-    let pop = start_daemon(topo, Node::Pop, "starpep-pop", &pop_conf);
-    let bx = start_daemon(topo, Node::Box, "starpep-client", &box_conf);
-    (bi, pi, pop, bx)
-}
-
 #[test]
 fn the_pop_follows_a_box_that_changes_address() {
     if !require_root() {
         return;
     }
     let topo = Topology::build(TopoSpec::direct()).expect("topology");
-    let (bi, pi, _pop, _bx) = up_pair(&topo);
+    let (bi, pi, _pop, _bx) = up_pair(&topo, "");
     ping_ok(&topo, Node::Pc, &srv(), 5);
     let before = show_json(&topo, Node::Pop, "starpep-pop", &pi);
     let port = show_json(&topo, Node::Box, "starpep-client", &bi)["listen_port"]
@@ -97,7 +83,7 @@ fn spoofed_inner_source_is_dropped_and_counted_by_the_pop() {
         return;
     }
     let topo = Topology::build(TopoSpec::direct()).expect("topology");
-    let (_bi, pi, _pop, _bx) = up_pair(&topo);
+    let (_bi, pi, _pop, _bx) = up_pair(&topo, "");
     ping_ok(&topo, Node::Pc, &srv(), 5);
     // The box sends from an address that is not in its AllowedIPs at the POP.
     topo.run_ok(

@@ -28,14 +28,7 @@ fn persistent_keepalive_sends_empty_messages_at_its_interval() {
         return;
     }
     let topo = Topology::build(TopoSpec::direct()).expect("topology");
-    let (bk, pk) = (keys(), keys());
-    let (bi, pi) = (iface(&topo, "b"), iface(&topo, "p"));
-    let pop_conf = write_conf(&topo, &pi, &pop_conf(&pk, &bk.public, ""));
-    let box_text =
-        box_conf(&bk, &pk.public, "10.99.0.2:51820", BOX_ALLOWED, "") + "PersistentKeepalive = 1\n";
-    let box_conf = write_conf(&topo, &bi, &box_text);
-    let _pop = start_daemon(&topo, Node::Pop, "starpep-pop", &pop_conf);
-    let _bx = start_daemon(&topo, Node::Box, "starpep-client", &box_conf);
+    let (bi, pi, _pop, _bx) = up_pair(&topo, "PersistentKeepalive = 1\n");
     ping_ok(&topo, Node::Pc, &srv(), 5);
     // Let the handshake's own keepalive and any passive keepalive settle.
     std::thread::sleep(Duration::from_millis(1500));
