@@ -12,6 +12,8 @@ mod parse;
 mod pep;
 mod pep_parse;
 mod sections;
+mod starpep;
+mod starpep_parse;
 mod values;
 
 #[cfg(test)]
@@ -24,6 +26,8 @@ mod tests_fuzz;
 mod tests_keys;
 #[cfg(test)]
 mod tests_pep;
+#[cfg(test)]
+mod tests_starpep;
 
 use std::path::Path;
 
@@ -32,6 +36,7 @@ pub use keys::{Key, KeyError, PresharedKey, PrivateKey, PublicKey};
 pub use model::{Config, Endpoint, Interface, Peer, Table};
 pub use parse::parse;
 pub use pep::{BypassRule, Congestion, Pep, PepMode, TunnelMode};
+pub use starpep::{ProbeWindow, Reconfig, Starpep, WindowControl};
 
 /// Reads and parses a file; errors name the path as given. A read failure is one error (line 0, `-`).
 pub fn load(path: &Path) -> Result<Config, ConfigErrors> {

@@ -6,14 +6,34 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
+use super::starpep::Starpep;
+
 /// `Mode =`: what the PEP does with inner TCP flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PepMode {
     /// No splitting: every packet passes the tunnel untouched (stock WireGuard behaviour).
-    #[default]
     Off,
     /// Split each inner TCP flow at the box and at the POP (PEP position B).
     Split,
+    /// Split, and the PEP whose egress is the satellite link regulates the sender through the
+    /// receive window it advertises (the default of a `[PEP]` section).
+    #[default]
+    Starpep,
+}
+
+impl PepMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PepMode::Off => "off",
+            PepMode::Split => "split",
+            PepMode::Starpep => "starpep",
+        }
+    }
+
+    /// Whether flows are split (`split` or `starpep`).
+    pub fn splits(self) -> bool {
+        self != PepMode::Off
+    }
 }
 
 /// `Tunnel =`: how the satellite segment is carried.
@@ -94,6 +114,8 @@ pub struct Pep {
     pub intercept: Vec<String>,
     /// Destination prefixes to intercept; empty: all destinations routed through the tunnel.
     pub destinations: Vec<IpNet>,
+    /// The window controller (used with `Mode = starpep`).
+    pub starpep: Starpep,
 }
 
 impl Pep {
@@ -147,7 +169,7 @@ impl Default for Pep {
     fn default() -> Self {
         Self {
             line: 0,
-            mode: PepMode::Off,
+            mode: PepMode::Starpep,
             tunnel: TunnelMode::WireGuard,
             congestion: Congestion::Bbr,
             lan_congestion: None,
@@ -167,6 +189,7 @@ impl Default for Pep {
             proxy_port: Self::DEFAULT_PROXY_PORT,
             intercept: Vec::new(),
             destinations: Vec::new(),
+            starpep: Starpep::default(),
         }
     }
 }

@@ -1,12 +1,13 @@
 //! Parser of the `[PEP]` section (pure): keys, value checks and cross-key checks.
 //!
-//! A later release adds the StarPEP keys here (and `Mode = starpep`).
+//! The StarPEP controller keys are handled by `starpep_parse.rs`.
 
 use std::time::Duration;
 
 use super::error::ErrorKind;
 use super::parse::{check_key, Ctx, SectionSpec, Seen};
 use super::pep::{BypassRule, Congestion, Pep, PepMode, TunnelMode};
+use super::starpep_parse::{self, StarpepLines};
 use super::values::{self, ValueResult};
 
 const PEP_KEYS: &[&str] = &[
@@ -30,6 +31,21 @@ const PEP_KEYS: &[&str] = &[
     "ProxyPort",
     "Intercept",
     "Destinations",
+    // StarPEP (starpep_parse.rs)
+    "Reconfig",
+    "ReconfigPeriod",
+    "ReconfigOffset",
+    "Alpha",
+    "Beta",
+    "QueueLow",
+    "QueueHigh",
+    "GuardTime",
+    "ProbeTime",
+    "RecoverTime",
+    "ProbeWindow",
+    "WindowControl",
+    "LinkQueue",
+    "ControlLog",
 ];
 const PEP: SectionSpec = SectionSpec {
     name: "PEP",
@@ -47,6 +63,7 @@ pub(super) struct PepBuilder {
     seen: Seen,
     pep: Pep,
     tunnel_line: usize,
+    starpep_lines: StarpepLines,
 }
 
 impl PepBuilder {
@@ -58,6 +75,7 @@ impl PepBuilder {
                 ..Pep::default()
             },
             tunnel_line: 0,
+            starpep_lines: StarpepLines::default(),
         }
     }
 
@@ -79,12 +97,10 @@ impl PepBuilder {
                 }
             };
         }
+        if starpep_parse::entry(ctx, &mut p.starpep, &mut self.starpep_lines, k, v, line) {
+            return;
+        }
         match k {
-            "Mode" if v.eq_ignore_ascii_case("starpep") => ctx.err(
-                line,
-                k,
-                ErrorKind::Unsupported("starpep is not supported yet (later release)".into()),
-            ),
             "Mode" => set!(p.mode, mode(v)),
             "Tunnel" => {
                 set!(p.tunnel, tunnel(v));
@@ -160,9 +176,10 @@ impl PepBuilder {
     /// Cross-key checks; returns the section.
     pub fn finish(self, ctx: &mut Ctx<'_>) -> Pep {
         let p = self.pep;
+        starpep_parse::finish(ctx, &p.starpep, &self.starpep_lines, p.line);
         if p.tunnel == TunnelMode::None && p.mode == PepMode::Off {
-            let msg = "Tunnel = none needs Mode = split (without the tunnel and without \
-                       splitting there is nothing to do)";
+            let msg = "Tunnel = none needs Mode = starpep or split (without the tunnel and \
+                       without splitting there is nothing to do)";
             ctx.err(
                 self.tunnel_line,
                 "Tunnel",
@@ -177,7 +194,8 @@ fn mode(v: &str) -> ValueResult<PepMode> {
     match v.to_ascii_lowercase().as_str() {
         "off" => Ok(PepMode::Off),
         "split" => Ok(PepMode::Split),
-        _ => Err(format!("{v:?} is not a mode (off, split)")),
+        "starpep" => Ok(PepMode::Starpep),
+        _ => Err(format!("{v:?} is not a mode (starpep, split, off)")),
     }
 }
 

@@ -338,7 +338,7 @@ fn malformed_file_reports_every_bad_line() {
          AllowedIPs = 10.9.0.0/16\n\
          [Weird]\n\
          [PEP]\n\
-         Mode = starpep\n\
+         Mode = pepsal\n\
          Congestion = hybla\n\
          LinkRate = fast\n"
     );
@@ -372,5 +372,5 @@ fn malformed_file_reports_every_bad_line() {
         .next()
         .unwrap()
         .starts_with("box.conf:1: Stray: "));
-    assert!(shown.contains("box.conf:17: Mode: starpep is not supported yet (later release)"));
+    assert!(shown.contains("box.conf:17: Mode: \"pepsal\" is not a mode (starpep, split, off)"));
 }

@@ -27,7 +27,8 @@ fn empty_section_has_the_documented_defaults() {
         },
         Pep::default()
     );
-    assert_eq!(p.mode, PepMode::Off);
+    assert_eq!(p.mode, PepMode::Starpep);
+    assert_eq!(p.starpep, Starpep::default());
     assert_eq!(p.tunnel, TunnelMode::WireGuard);
     assert_eq!(p.congestion, Congestion::Bbr);
     assert_eq!(p.lan_congestion, None);
@@ -154,17 +155,13 @@ fn value_syntaxes() {
 #[test]
 fn errors_with_line_and_key() {
     let e = |body: &str, key: &str, msg: &str| one(&pep_text(body), 4, key, msg);
-    e(
-        "Mode = starpep\n",
-        "Mode",
-        "starpep is not supported yet (later release)",
-    );
-    e("Mode = on\n", "Mode", "not a mode (off, split)");
+    e("Mode = on\n", "Mode", "not a mode (starpep, split, off)");
     e("Tunnel = ipsec\n", "Tunnel", "not a tunnel mode");
-    e(
-        "Tunnel = none\n",
+    one(
+        &pep_text("Mode = off\nTunnel = none\n"),
+        5,
         "Tunnel",
-        "Tunnel = none needs Mode = split",
+        "Tunnel = none needs Mode = starpep or split",
     );
     e(
         "Congestion = hybla\n",

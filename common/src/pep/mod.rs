@@ -1,4 +1,5 @@
-//! PEP cores (pure): flow table, per-direction relay state, bypass rules, buffer sizing.
+//! PEP cores (pure): flow table, per-direction relay state, bypass rules, buffer sizing, and
+//! the StarPEP window controller ([`starpep`]).
 //!
 //! Nothing here touches a socket or reads the clock: `proxy` (the I/O shell) feeds events and
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
@@ -12,6 +13,7 @@ pub mod nft;
 pub mod plan;
 pub mod relay;
 pub mod routes;
+pub mod starpep;
 pub mod tcpinfo;
 
 #[cfg(test)]

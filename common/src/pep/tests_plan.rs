@@ -89,7 +89,14 @@ fn without_tunnel_the_pop_needs_intercept_and_the_box_takes_all_destinations() {
 #[test]
 fn refusals() {
     assert_eq!(
-        Plan::new(&config::Pep::default(), Role::Box, &input(Some("t"))),
+        Plan::new(
+            &config::Pep {
+                mode: PepMode::Off,
+                ..config::Pep::default()
+            },
+            Role::Box,
+            &input(Some("t"))
+        ),
         Err(PlanError::ModeOff)
     );
     assert_eq!(

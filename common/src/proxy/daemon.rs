@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{PepMode, TunnelMode};
+use crate::config::TunnelMode;
 use crate::daemon::plan::Plan;
 use crate::daemon::run::{Attachment, UpContext};
 use crate::daemon::{DaemonError, Role as DaemonRole};
@@ -63,7 +63,7 @@ impl Attachment for Attached {
 /// The `Attach` function of `run_with`: starts the PEP when `[PEP] Mode = split` and registers
 /// the `pep` control request.
 pub fn attach(up: &UpContext) -> Result<Vec<Box<dyn Attachment>>, DaemonError> {
-    let Some(pep) = up.plan.pep.as_ref().filter(|p| p.mode == PepMode::Split) else {
+    let Some(pep) = up.plan.pep.as_ref().filter(|p| p.mode.splits()) else {
         return Ok(Vec::new());
     };
     let runner = PepRunner::start(pep, context(up.role, up.plan, true)).map_err(pep_error)?;
@@ -83,7 +83,7 @@ fn answer(m: &PepMonitor) -> String {
 pub fn without_tunnel(plan: &Plan) -> bool {
     plan.pep
         .as_ref()
-        .is_some_and(|p| p.mode == PepMode::Split && p.tunnel == TunnelMode::None)
+        .is_some_and(|p| p.mode.splits() && p.tunnel == TunnelMode::None)
 }
 
 /// `run` with `Tunnel = none`: no TUN and no UDP socket; the PEP splits flows routed across the

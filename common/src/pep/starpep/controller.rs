@@ -1,0 +1,305 @@
+//! The StarPEP window controller of one flow (pure): samples and a clock in, the window to
+//! advertise to the sender out (eq. 1–10), plus the two bounds that keep bytes from piling up
+//! where the window cannot see them (the sender-facing receive buffer and the satellite
+//! segment's in-flight cap).
+//!
+//! Timer contract (quinn-proto's): the shell calls [`Controller::on_samples`] at
+//! [`Controller::next_deadline`] or later; phase boundaries are deadlines, so guard, probe and
+//! recover start within one call of their instant. Time is the schedule's clock (UNIX time
+//! as a `Duration`, advanced monotonically by the shell).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ProbeWindow, Starpep};
+use crate::reconfig::ReconfigSchedule;
+
+use super::estimate::{rtt_up, BaseRtt, RateEstimator};
+use super::phase::{Phase, PhaseAt, Phases};
+
+/// The control period. 5 ms: the shortest LEO RTT in the Starlink recording is about 16 ms,
+/// so the window changes at least three times per satellite round trip and a phase boundary
+/// (guard 100 ms, probe 200 ms) is hit within 2.5–5 % of its length; at 50 Mbit/s a period is
+/// about 21 full segments, so one period of error in Q is below one QueueLow. tokio's timer
+/// has 1 ms resolution, and one tick costs a few system calls per flow (TCP_INFO twice,
+/// SIOCINQ, a setsockopt or map update only when the value changes).
+pub const CONTROL_PERIOD: Duration = Duration::from_millis(5);
+/// Period of a flow that moved nothing in the controlled direction since the last tick.
+pub const IDLE_PERIOD: Duration = Duration::from_millis(50);
+/// Segment size assumed until the kernel reports one.
+const DEFAULT_MSS: u32 = 1448;
+
+/// The controller's parameters (from `[PEP]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub alpha: f64,
+    pub beta: f64,
+    pub queue_low: Duration,
+    pub queue_high: Duration,
+    pub probe_window: ProbeWindow,
+    pub link_queue: Duration,
+    pub phases: Phases,
+}
+
+impl Params {
+    pub fn new(cfg: &Starpep) -> Params {
+        Params {
+            alpha: cfg.alpha,
+            beta: cfg.beta,
+            queue_low: cfg.queue_low,
+            queue_high: cfg.queue_high,
+            probe_window: cfg.probe_window,
+            link_queue: cfg.link_queue,
+            phases: Phases {
+                schedule: cfg
+                    .schedule()
+                    .map(|(period, offset)| ReconfigSchedule::utc(period, offset)),
+                guard: cfg.guard,
+                probe: cfg.probe,
+                recover: cfg.recover,
+            },
+        }
+    }
+}
+
+/// The satellite socket's figures (TCP_INFO).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SatSample {
+    /// `tcpi_delivery_rate`, bytes/s (0: none yet).
+    pub delivery_rate: u64,
+    /// `tcpi_delivery_rate_app_limited`.
+    pub app_limited: bool,
+    /// `tcpi_rtt`, µs.
+    pub srtt_us: u32,
+    /// `tcpi_snd_mss`.
+    pub mss: u32,
+}
+
+/// The sender-facing socket's figures (TCP_INFO).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UpSample {
+    /// `tcpi_rcv_rtt`, µs (0: none yet).
+    pub rcv_rtt_us: u32,
+    /// `tcpi_rtt`: the handshake's RTT sample, µs.
+    pub rtt_us: u32,
+    /// `tcpi_rcv_mss`: the sender's segment size.
+    pub rcv_mss: u32,
+    /// What the socket itself would advertise (the kernel's window before any rewrite), if the
+    /// back-end can tell.
+    pub max_window: Option<u32>,
+}
+
+/// Everything sampled for one flow in one period.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FlowSamples {
+    /// Unread bytes of the sender-facing socket (SIOCINQ).
+    pub unread: u32,
+    /// Bytes in the relay between the two sockets (the pipe).
+    pub pipe: u32,
+    /// The satellite socket's unsent bytes (`tcpi_notsent_bytes`).
+    pub notsent: u32,
+    /// Whether bytes moved in the controlled direction since the last call.
+    pub active: bool,
+    pub sat: Option<SatSample>,
+    pub up: Option<UpSample>,
+}
+
+/// Which branch of eq. 3 applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Regime {
+    /// Q̂ < Q_low: `W_base + 1 MSS`.
+    Below,
+    /// Q_low ≤ Q̂ ≤ Q_high: `W_base`.
+    Inside,
+    /// Q̂ > Q_high: `β W_base`.
+    Above,
+}
+
+/// What the shell applies, and what telemetry reports.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The window to advertise (bytes); `None` until `R_down` and `RTT_up` are known.
+    pub window: Option<u32>,
+    /// `R_down × RTT_up`.
+    pub w_base: u32,
+    /// The steady-state window of eq. 3 (`W_s`), before the phase is applied.
+    pub w_steady: u32,
+    pub q: u32,
+    pub q_hat: f64,
+    /// Bytes/s.
+    pub r_down: f64,
+    pub rtt_up: Duration,
+    pub phase: Phase,
+    pub regime: Regime,
+    /// Payload the sender-facing socket may buffer (`W + Q_high`): bounds the unread bytes when
+    /// the window cannot (a sender a fraction of a segment's time away).
+    pub rcv_buf: Option<u32>,
+    /// In-flight cap of the satellite socket (`R_down × (base RTT + LinkQueue)`).
+    pub link_cap: Option<u32>,
+    /// Unsent bytes the satellite socket should keep ready (`R_down × QueueLow`, ≥ 4 MSS).
+    pub sat_lowat: Option<u32>,
+    /// Base RTT of the satellite segment.
+    pub sat_base: Option<Duration>,
+    /// The satellite segment is being drained (its queue target is 0).
+    pub link_probe: bool,
+}
+
+/// One flow's controller.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    p: Params,
+    rate: RateEstimator,
+    base: BaseRtt,
+    q_hat: Option<f64>,
+    mss: u32,
+    next: Duration,
+    last_window: Option<u32>,
+}
+
+impl Controller {
+    pub fn new(p: Params, now: Duration) -> Controller {
+        Controller {
+            p,
+            rate: RateEstimator::default(),
+            base: BaseRtt::default(),
+            q_hat: None,
+            mss: DEFAULT_MSS,
+            next: now,
+            last_window: None,
+        }
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.p
+    }
+
+    /// When the shell must call again.
+    pub fn next_deadline(&self) -> Duration {
+        self.next
+    }
+
+    /// The window applied last (`None`: not controlled yet).
+    pub fn window(&self) -> Option<u32> {
+        self.last_window
+    }
+
+    /// One control step at `now`.
+    pub fn on_samples(&mut self, now: Duration, s: &FlowSamples) -> Decision {
+        let q = s.unread.saturating_add(s.pipe).saturating_add(s.notsent);
+        let a = self.p.alpha;
+        let q_hat = self
+            .q_hat
+            .map_or(q as f64, |prev| a * q as f64 + (1.0 - a) * prev);
+        self.q_hat = Some(q_hat);
+        let mut sat_mss = DEFAULT_MSS;
+        if let Some(sat) = s.sat {
+            let srtt = Duration::from_micros(sat.srtt_us as u64);
+            let window = RateEstimator::window(srtt);
+            self.rate
+                .on_sample(now, sat.delivery_rate, sat.app_limited, window);
+            self.base.on_sample(sat.srtt_us);
+            if sat.mss > 0 {
+                sat_mss = sat.mss;
+            }
+        }
+        if let Some(up) = s.up.filter(|u| u.rcv_mss > 0) {
+            self.mss = up.rcv_mss;
+        }
+        let ph = self.p.phases.at(now);
+        let forced = matches!(ph.phase, Phase::Guard | Phase::Probe);
+        let link_probe = self.base.tick(now, forced);
+        self.next = self.deadline(now, &ph, s.active || q > 0);
+        let r = self.rate.get();
+        let up_rtt = s.up.and_then(|u| rtt_up(u.rcv_rtt_us, u.rtt_us));
+        let (Some(r), Some(rtt)) = (r, up_rtt) else {
+            self.last_window = None;
+            return Decision {
+                window: None,
+                w_base: 0,
+                w_steady: 0,
+                q,
+                q_hat,
+                r_down: r.unwrap_or(0.0),
+                rtt_up: up_rtt.unwrap_or_default(),
+                phase: ph.phase,
+                regime: Regime::Inside,
+                rcv_buf: None,
+                link_cap: None,
+                sat_lowat: None,
+                sat_base: self.base.get(),
+                link_probe,
+            };
+        };
+        let bytes_in = |d: Duration| (r * d.as_secs_f64()).min(u32::MAX as f64);
+        let w_base = bytes_in(rtt) as u32;
+        let (q_low, q_high) = (bytes_in(self.p.queue_low), bytes_in(self.p.queue_high));
+        let (regime, w_s) = if q_hat > q_high {
+            (Regime::Above, (self.p.beta * w_base as f64) as u32)
+        } else if q_hat < q_low {
+            (Regime::Below, w_base.saturating_add(self.mss))
+        } else {
+            (Regime::Inside, w_base)
+        };
+        let w_r = self.p.probe_window.bytes(self.mss);
+        let w_s = w_s.max(w_r);
+        let w = match ph.phase {
+            Phase::Steady => w_s,
+            Phase::Guard => w_s.min(w_r),
+            Phase::Probe => w_r,
+            Phase::Recover => (w_r as f64 + ph.ramp * (w_s as f64 - w_r as f64)) as u32,
+        };
+        let cap =
+            s.up.and_then(|u| u.max_window)
+                .map_or(u32::MAX, |c| c.max(w_r));
+        let w = w.max(w_r).min(cap);
+        self.last_window = Some(w);
+        let rcv_buf = w.saturating_add((q_high as u32).max(w_r));
+        let base = self.base.get();
+        let link_cap = match base {
+            Some(b) if !self.p.link_queue.is_zero() => {
+                let g = if link_probe {
+                    Duration::ZERO
+                } else if ph.phase == Phase::Recover {
+                    self.p.link_queue.mul_f64(ph.ramp)
+                } else {
+                    self.p.link_queue
+                };
+                let floor = self.p.probe_window.bytes(sat_mss);
+                Some((bytes_in(b + g) as u32).max(floor))
+            }
+            _ => None,
+        };
+        let sat_lowat = (q_low as u32).max(4 * sat_mss);
+        Decision {
+            window: Some(w),
+            w_base,
+            w_steady: w_s,
+            q,
+            q_hat,
+            r_down: r,
+            rtt_up: rtt,
+            phase: ph.phase,
+            regime,
+            rcv_buf: Some(rcv_buf),
+            link_cap,
+            sat_lowat: Some(sat_lowat),
+            sat_base: base,
+            link_probe,
+        }
+    }
+
+    /// The next call: one period on (longer when idle), never past a phase or drain boundary.
+    fn deadline(&self, now: Duration, ph: &PhaseAt, active: bool) -> Duration {
+        let step = if active { CONTROL_PERIOD } else { IDLE_PERIOD };
+        let mut next = now + step;
+        if ph.until > now {
+            next = next.min(ph.until);
+        }
+        if let Some(t) = self.base.next_event().filter(|&t| t > now) {
+            next = next.min(t);
+        }
+        next
+    }
+}

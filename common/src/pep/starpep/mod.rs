@@ -1,0 +1,28 @@
+//! StarPEP (pure): the receive-window controller of the PEP whose egress is the satellite link.
+//!
+//! Per controlled flow, every [`CONTROL_PERIOD`], the proxy shell samples the sender-facing
+//! socket (SIOCINQ, TCP_INFO), the relay pipe and the satellite socket (TCP_INFO) and feeds them
+//! to a [`Controller`], which returns the window to advertise to the sender and two bounds: the
+//! sender-facing receive buffer and the satellite segment's in-flight cap. Steady state is the
+//! paper's eq. 1–4 (`W_base = R_down × RTT_up`, EWMA `Q̂`, three regimes); around predictable
+//! reconfigurations ([`Phases`], on the shared [`crate::reconfig`] schedule) eq. 5–10 (guard,
+//! probe, linear recover). Nothing here touches a socket or reads a clock. The design and its
+//! measured behaviour are in `docs/starpep.md`.
+
+mod controller;
+mod estimate;
+mod minmax;
+mod phase;
+
+#[cfg(test)]
+mod tests_controller;
+#[cfg(test)]
+mod tests_phase;
+
+pub use controller::{
+    Controller, Decision, FlowSamples, Params, Regime, SatSample, UpSample, CONTROL_PERIOD,
+    IDLE_PERIOD,
+};
+pub use estimate::{rtt_up, BaseRtt, RateEstimator, LINK_PROBE_EVERY};
+pub use minmax::{Keep, Windowed};
+pub use phase::{Phase, PhaseAt, Phases};

@@ -1,0 +1,352 @@
+//! Unit tests of the controller on a virtual clock with synthetic samples: each regime of eq. 3
+//! and its thresholds, α and β at their edges, zero / missing / app-limited samples, the window
+//! bounds (never below `ProbeWindow`, never above the socket's own window), the phases applied
+//! to the window, the deadlines, and the receive-buffer and in-flight bounds.
+
+use std::time::Duration;
+
+use super::*;
+use crate::config::{ProbeWindow, Reconfig, Starpep};
+
+const MSS: u32 = 1448;
+/// 50 Mbit/s.
+const R: u64 = 6_250_000;
+/// 2026-12-03 10:00:27 UTC, a Starlink instant.
+const T: u64 = 1_796_292_027_000;
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn cfg(f: impl FnOnce(&mut Starpep)) -> Params {
+    let mut s = Starpep {
+        reconfig: Reconfig::Off,
+        ..Starpep::default()
+    };
+    f(&mut s);
+    Params::new(&s)
+}
+
+/// Samples with `q` bytes unread, the link delivering `R`, the sender 20 ms away.
+fn samples(q: u32) -> FlowSamples {
+    FlowSamples {
+        unread: q,
+        pipe: 0,
+        notsent: 0,
+        active: true,
+        sat: Some(SatSample {
+            delivery_rate: R,
+            app_limited: false,
+            srtt_us: 25_000,
+            mss: MSS,
+        }),
+        up: Some(UpSample {
+            rcv_rtt_us: 20_000,
+            rtt_us: 21_000,
+            rcv_mss: MSS,
+            max_window: None,
+        }),
+    }
+}
+
+fn window(p: Params, q: u32) -> Decision {
+    let mut c = Controller::new(p, ms(T));
+    c.on_samples(ms(T), &samples(q))
+}
+
+#[test]
+fn w_base_is_r_down_times_rtt_up() {
+    let d = window(cfg(|_| {}), 20_000);
+    assert_eq!(d.w_base, 125_000);
+    assert_eq!(d.r_down, R as f64);
+    assert_eq!(d.rtt_up, ms(20));
+}
+
+#[test]
+fn each_regime_of_eq_3() {
+    let alpha1 = |s: &mut Starpep| s.alpha = 1.0;
+    // Q_low = 2 ms = 12 500 B, Q_high = 8 ms = 50 000 B at 50 Mbit/s.
+    let d = window(cfg(alpha1), 0);
+    assert_eq!((d.regime, d.window), (Regime::Below, Some(125_000 + MSS)));
+    let d = window(cfg(alpha1), 30_000);
+    assert_eq!((d.regime, d.window), (Regime::Inside, Some(125_000)));
+    let d = window(cfg(alpha1), 60_000);
+    assert_eq!((d.regime, d.window), (Regime::Above, Some(100_000)));
+    // The thresholds themselves are inside.
+    assert_eq!(window(cfg(alpha1), 12_500).regime, Regime::Inside);
+    assert_eq!(window(cfg(alpha1), 50_000).regime, Regime::Inside);
+    assert_eq!(window(cfg(alpha1), 12_499).regime, Regime::Below);
+    assert_eq!(window(cfg(alpha1), 50_001).regime, Regime::Above);
+}
+
+#[test]
+fn alpha_edges() {
+    // α = 1: Q̂ is the last sample.
+    let mut c = Controller::new(cfg(|s| s.alpha = 1.0), ms(T));
+    c.on_samples(ms(T), &samples(0));
+    let d = c.on_samples(ms(T + 5), &samples(90_000));
+    assert_eq!(d.q_hat, 90_000.0);
+    // α = 0.01: a jump moves Q̂ by 1 %, so the regime stays Below.
+    let mut c = Controller::new(cfg(|s| s.alpha = 0.01), ms(T));
+    c.on_samples(ms(T), &samples(0));
+    let d = c.on_samples(ms(T + 5), &samples(100_000));
+    assert!((d.q_hat - 1000.0).abs() < 1e-6, "{}", d.q_hat);
+    assert_eq!(d.regime, Regime::Below);
+    // The default α = 0.4 converges to a constant queue.
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    let mut d = c.on_samples(ms(T), &samples(0));
+    for i in 1..40 {
+        d = c.on_samples(ms(T + 5 * i), &samples(40_000));
+    }
+    assert!((d.q_hat - 40_000.0).abs() < 1.0, "{}", d.q_hat);
+}
+
+#[test]
+fn beta_edges() {
+    let above = |beta: f64| {
+        window(
+            cfg(|s| {
+                s.alpha = 1.0;
+                s.beta = beta;
+            }),
+            200_000,
+        )
+    };
+    assert_eq!(above(1.0).window, Some(125_000));
+    assert_eq!(above(0.5).window, Some(62_500));
+    // A tiny β cannot take the window below ProbeWindow (4 MSS).
+    assert_eq!(above(0.001).window, Some(4 * MSS));
+}
+
+#[test]
+fn zero_and_missing_samples_leave_the_flow_uncontrolled() {
+    let p = cfg(|_| {});
+    let mut zero = samples(0);
+    zero.sat.as_mut().unwrap().delivery_rate = 0;
+    let mut c = Controller::new(p.clone(), ms(T));
+    let d = c.on_samples(ms(T), &zero);
+    assert_eq!((d.window, d.rcv_buf, d.link_cap), (None, None, None));
+    assert_eq!(c.window(), None);
+    let no_sat = FlowSamples {
+        sat: None,
+        ..samples(0)
+    };
+    assert_eq!(window(p.clone(), 0).window.is_some(), true);
+    let mut c = Controller::new(p.clone(), ms(T));
+    assert_eq!(c.on_samples(ms(T), &no_sat).window, None);
+    let mut no_rtt = samples(0);
+    no_rtt.up = Some(UpSample {
+        rcv_rtt_us: 0,
+        rtt_us: 0,
+        rcv_mss: MSS,
+        max_window: None,
+    });
+    let mut c = Controller::new(p.clone(), ms(T));
+    assert_eq!(c.on_samples(ms(T), &no_rtt).window, None);
+    // Once known, a later zero or missing sample keeps the estimate.
+    let mut c = Controller::new(p, ms(T));
+    c.on_samples(ms(T), &samples(0));
+    let d = c.on_samples(ms(T + 5), &zero);
+    assert_eq!(d.r_down, R as f64);
+    let d = c.on_samples(ms(T + 10), &no_sat);
+    assert_eq!(d.r_down, R as f64);
+    assert!(d.window.is_some());
+}
+
+#[test]
+fn handshake_rtt_serves_until_the_receiver_has_one() {
+    let mut s = samples(0);
+    s.up.as_mut().unwrap().rcv_rtt_us = 0;
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    let d = c.on_samples(ms(T), &s);
+    assert_eq!(d.rtt_up, ms(21));
+}
+
+#[test]
+fn app_limited_samples_never_lower_r_down() {
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    c.on_samples(ms(T), &samples(0));
+    let mut low = samples(0);
+    low.sat = Some(SatSample {
+        delivery_rate: R / 10,
+        app_limited: true,
+        ..low.sat.unwrap()
+    });
+    // Seconds of app-limited samples: far past the filter window.
+    let mut d = c.on_samples(ms(T + 5), &low);
+    for i in 2..1000 {
+        d = c.on_samples(ms(T + 5 * i), &low);
+    }
+    assert_eq!(d.r_down, R as f64);
+    // An app-limited sample above the estimate is a valid lower bound: it raises it.
+    let mut high = low;
+    high.sat.as_mut().unwrap().delivery_rate = 2 * R;
+    let d = c.on_samples(ms(T + 6000), &high);
+    assert_eq!(d.r_down, 2.0 * R as f64);
+    // A lower sample that is not app-limited is taken once the maximum ages out.
+    let mut lower = samples(0);
+    lower.sat.as_mut().unwrap().delivery_rate = R / 2;
+    let mut d = c.on_samples(ms(T + 6005), &lower);
+    for i in 1..400 {
+        d = c.on_samples(ms(T + 6005 + 5 * i), &lower);
+    }
+    assert_eq!(d.r_down, (R / 2) as f64);
+}
+
+#[test]
+fn window_never_below_probe_window_nor_above_the_socket_window() {
+    // A sender 100 µs away: W_base is a fraction of a segment.
+    let mut s = samples(0);
+    s.up.as_mut().unwrap().rcv_rtt_us = 100;
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    let d = c.on_samples(ms(T), &s);
+    assert!(d.w_base < MSS);
+    assert_eq!(d.window, Some(4 * MSS));
+    // In bytes too.
+    let p = cfg(|s| s.probe_window = ProbeWindow::Bytes(10_000));
+    let mut c = Controller::new(p, ms(T));
+    assert_eq!(c.on_samples(ms(T), &s).window, Some(10_000));
+    // The socket's own window caps W (the eBPF rewrite can only lower it).
+    let mut s = samples(0);
+    s.up.as_mut().unwrap().max_window = Some(80_000);
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    assert_eq!(c.on_samples(ms(T), &s).window, Some(80_000));
+    // ... but never below ProbeWindow.
+    s.up.as_mut().unwrap().max_window = Some(1000);
+    assert_eq!(c.on_samples(ms(T + 5), &s).window, Some(4 * MSS));
+    // Randomised: for any queue, RTT and cap, the bounds hold.
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    for i in 0..5000u64 {
+        let mut s = samples((next() % 2_000_000) as u32);
+        s.sat.as_mut().unwrap().delivery_rate = next() % 20_000_000;
+        s.up.as_mut().unwrap().rcv_rtt_us = (next() % 200_000) as u32;
+        let cap = (next() % 3 != 0).then(|| (next() % 1_000_000) as u32);
+        s.up.as_mut().unwrap().max_window = cap;
+        let d = c.on_samples(ms(T + 5 * i), &s);
+        if let Some(w) = d.window {
+            assert!(w >= 4 * MSS, "{w}");
+            assert!(w <= cap.unwrap_or(u32::MAX).max(4 * MSS), "{w} {cap:?}");
+        }
+    }
+}
+
+fn starlink() -> Params {
+    Params::new(&Starpep::default())
+}
+
+#[test]
+fn phases_shape_the_window() {
+    let w_r = 4 * MSS;
+    let w_s = 125_000 + MSS; // empty queue: Below
+    let at = |t: u64| {
+        let mut c = Controller::new(starlink(), ms(t));
+        let d = c.on_samples(ms(t), &samples(0));
+        (d.phase, d.window.unwrap(), d.w_steady)
+    };
+    assert_eq!(at(T - 1000), (Phase::Steady, w_s, w_s));
+    assert_eq!(at(T - 100), (Phase::Guard, w_r, w_s));
+    assert_eq!(at(T), (Phase::Probe, w_r, w_s));
+    assert_eq!(at(T + 199), (Phase::Probe, w_r, w_s));
+    let (ph, w, _) = at(T + 350);
+    assert_eq!(ph, Phase::Recover);
+    let mid = (w_r + w_s) / 2;
+    assert!(w.abs_diff(mid) <= 1, "{w} vs {mid}");
+    assert_eq!(at(T + 500), (Phase::Steady, w_s, w_s));
+    // Guard is min(W_s, W_r): a window already below W_r stays.
+    let mut s = samples(0);
+    s.up.as_mut().unwrap().rcv_rtt_us = 100;
+    let mut c = Controller::new(starlink(), ms(T - 50));
+    assert_eq!(c.on_samples(ms(T - 50), &s).window, Some(w_r));
+}
+
+#[test]
+fn deadlines_follow_the_period_and_the_phase_boundaries() {
+    let mut c = Controller::new(starlink(), ms(T - 3000));
+    c.on_samples(ms(T - 3000), &samples(0));
+    assert_eq!(c.next_deadline(), ms(T - 3000) + CONTROL_PERIOD);
+    // Idle: the longer period.
+    let idle = FlowSamples {
+        active: false,
+        ..samples(0)
+    };
+    c.on_samples(ms(T - 2000), &idle);
+    assert_eq!(c.next_deadline(), ms(T - 2000) + IDLE_PERIOD);
+    // Close to a boundary: the boundary.
+    c.on_samples(ms(T - 102), &samples(0));
+    assert_eq!(c.next_deadline(), ms(T - 100));
+    c.on_samples(ms(T - 2), &samples(0));
+    assert_eq!(c.next_deadline(), ms(T));
+    c.on_samples(ms(T + 198), &idle);
+    assert_eq!(c.next_deadline(), ms(T + 200));
+    // Driven only at its deadlines, the controller enters each phase within one period.
+    let mut c = Controller::new(starlink(), ms(T - 5000));
+    let mut now = ms(T - 5000);
+    let mut seen = Vec::new();
+    while now < ms(T + 1000) {
+        let d = c.on_samples(now, &samples(0));
+        if seen.last().map(|(p, _)| *p) != Some(d.phase) {
+            seen.push((d.phase, now));
+        }
+        now = c.next_deadline();
+    }
+    let starts: Vec<(Phase, Duration)> = seen.into_iter().skip(1).collect();
+    assert_eq!(
+        starts,
+        [
+            (Phase::Guard, ms(T - 100)),
+            (Phase::Probe, ms(T)),
+            (Phase::Recover, ms(T + 200)),
+            (Phase::Steady, ms(T + 500)),
+        ]
+    );
+}
+
+#[test]
+fn receive_buffer_bound_is_window_plus_queue_high() {
+    let d = window(cfg(|s| s.alpha = 1.0), 0);
+    // W + Q_high = 126 448 + 50 000.
+    assert_eq!(d.rcv_buf, Some(125_000 + MSS + 50_000));
+    assert_eq!(d.sat_lowat, Some(12_500));
+}
+
+#[test]
+fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    let mut s = samples(0);
+    s.sat.as_mut().unwrap().srtt_us = 20_000;
+    let d = c.on_samples(ms(T), &s);
+    // The first sample starts a drain (no base yet → none; base now known).
+    assert_eq!(d.sat_base, Some(ms(20)));
+    let mut t = T;
+    let mut caps = Vec::new();
+    for _ in 0..1000 {
+        t += 5;
+        let d = c.on_samples(ms(t), &s);
+        caps.push((d.link_probe, d.link_cap.unwrap()));
+    }
+    // 5 ms queue target: 25 ms of R; 0 during the drains.
+    assert!(caps.iter().any(|&(p, cap)| !p && cap == 156_250));
+    assert!(caps.iter().any(|&(p, cap)| p && cap == 125_000));
+    let drains = caps.windows(2).filter(|w| !w[0].0 && w[1].0).count();
+    // 5 s of ticks: a drain every 2 s.
+    assert!((2..=3).contains(&drains), "{drains}");
+    // A drain that sees a longer path takes it as the new base.
+    let mut longer = s;
+    longer.sat.as_mut().unwrap().srtt_us = 30_000;
+    let mut based = Vec::new();
+    for _ in 0..1000 {
+        t += 5;
+        based.push(c.on_samples(ms(t), &longer).sat_base);
+    }
+    assert_eq!(based.last().copied().flatten(), Some(ms(30)));
+    // LinkQueue = 0: no cap.
+    let d = window(cfg(|s| s.link_queue = Duration::ZERO), 0);
+    assert_eq!(d.link_cap, None);
+}
