@@ -146,9 +146,13 @@ fn fraction(v: &str) -> ValueResult<f64> {
     }
 }
 
-/// A duration (`0` allowed without a unit) within `min..=max`.
+/// A duration (zero allowed: `0`, `0ms`) within `min..=max`.
 fn duration_in(v: &str, min: Duration, max: Duration) -> ValueResult<Duration> {
-    let d = if v == "0" {
+    let zero = v
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse::<f64>()
+        .is_ok_and(|x| x == 0.0);
+    let d = if zero {
         Duration::ZERO
     } else {
         values::duration(v)?

@@ -85,6 +85,8 @@ fn every_key() {
         Some(std::path::Path::new("/tmp/ctl.jsonl"))
     );
     assert_eq!(starpep("Reconfig = off\n").schedule(), None);
+    assert_eq!(starpep("LinkQueue = 0ms\n").link_queue, Duration::ZERO);
+    assert_eq!(starpep("GuardTime = 0s\n").guard, Duration::ZERO);
     assert_eq!(starpep("Alpha = 1\nBeta = 1\n").alpha, 1.0);
     assert_eq!(
         starpep("WindowControl = EBPF\n").window_control,

@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::relay::FlowState;
+use super::starpep::ControlRecord;
 use super::tcpinfo::SegmentInfo;
 
 /// The intercepted flow's addresses.
@@ -38,6 +39,8 @@ pub struct FlowRecord {
     /// TCP_INFO of the satellite-segment socket and of the terrestrial one, last sample.
     pub satellite: Option<SegmentInfo>,
     pub terrestrial: Option<SegmentInfo>,
+    /// The StarPEP controller's last tick (`Mode = starpep`, controlled direction).
+    pub control: Option<ControlRecord>,
 }
 
 /// The shell must change the interception of new flows.
@@ -135,6 +138,7 @@ impl FlowTable {
                 bytes_down: 0,
                 satellite: None,
                 terrestrial: None,
+                control: None,
             },
         );
         self.totals.accepted += 1;

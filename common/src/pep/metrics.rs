@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::flows::{FlowTable, TableTotals};
 use super::plan::Role;
 use super::relay::FlowState;
+use super::starpep::ControlRecord;
 use super::tcpinfo::SegmentInfo;
 
 /// One live flow.
@@ -25,12 +26,21 @@ pub struct FlowMetrics {
     /// TCP_INFO of the satellite-segment socket and of the terrestrial one.
     pub satellite: Option<SegmentInfo>,
     pub terrestrial: Option<SegmentInfo>,
+    /// StarPEP window control of the flow (its last tick), when controlled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlRecord>,
 }
 
 /// The whole PEP of one daemon.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PepMetrics {
     pub role: Role,
+    /// `starpep` or `split`.
+    #[serde(default)]
+    pub mode: String,
+    /// The StarPEP window back-end in use (`ebpf`, `clamp`), with `Mode = starpep`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_backend: Option<String>,
     /// `wireguard` or `none`.
     pub tunnel: String,
     /// nft table name.
@@ -66,6 +76,8 @@ pub struct PepMetrics {
 #[derive(Debug, Clone)]
 pub struct MetricsHeader {
     pub role: Role,
+    pub mode: String,
+    pub window_backend: Option<String>,
     pub tunnel: String,
     pub table: String,
     pub proxy_port: u16,
@@ -99,12 +111,15 @@ impl PepMetrics {
                 bytes_down: r.bytes_down,
                 satellite: r.satellite.clone(),
                 terrestrial: r.terrestrial.clone(),
+                control: r.control.clone(),
             })
             .collect();
         let live_up: u64 = flows.iter().map(|f| f.bytes_up).sum();
         let live_down: u64 = flows.iter().map(|f| f.bytes_down).sum();
         PepMetrics {
             role: h.role,
+            mode: h.mode.clone(),
+            window_backend: h.window_backend.clone(),
             tunnel: h.tunnel.clone(),
             table: h.table.clone(),
             proxy_port: h.proxy_port,
@@ -130,10 +145,14 @@ impl PepMetrics {
     /// Human-readable block for `show` (like `wg show`'s sections).
     pub fn render(&self) -> String {
         let mut s = String::new();
+        let backend = match &self.window_backend {
+            Some(b) => format!(" (window back-end {b})"),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "pep: {:?} split, tunnel {}, nft table {}, port {}",
-            self.role, self.tunnel, self.table, self.proxy_port
+            "pep: {:?} {}{backend}, tunnel {}, nft table {}, port {}",
+            self.role, self.mode, self.tunnel, self.table, self.proxy_port
         );
         let _ = writeln!(
             s,
@@ -184,9 +203,34 @@ impl PepMetrics {
                 seg(&f.satellite),
                 seg(&f.terrestrial)
             );
+            if let Some(c) = &f.control {
+                let _ = writeln!(s, "    {}", control_line(c));
+            }
         }
         s
     }
+}
+
+/// One controlled flow's window line for `show`.
+fn control_line(c: &ControlRecord) -> String {
+    let w = c.w_bytes.map_or("-".to_string(), |w| bytes(w as u64));
+    format!(
+        "starpep {} {}: W {w} (W_base {}), Q {} (Q^ {}, {:.1} ms), R_down {:.2} Mbit/s, \
+         RTT_up {:.2} ms, back-end {}",
+        c.phase.as_str(),
+        match c.regime {
+            super::starpep::Regime::Below => "below",
+            super::starpep::Regime::Inside => "inside",
+            super::starpep::Regime::Above => "above",
+        },
+        bytes(c.w_base_bytes as u64),
+        bytes(c.q_bytes as u64),
+        bytes(c.q_hat_bytes as u64),
+        c.proxy_queue_ms,
+        c.r_down_mbps,
+        c.rtt_up_ms,
+        c.backend
+    )
 }
 
 fn bytes(n: u64) -> String {

@@ -25,6 +25,6 @@ mod tests_relay;
 
 pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChange};
 pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
-pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts};
+pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};
 pub use tcpinfo::{SegmentInfo, TcpInfo};

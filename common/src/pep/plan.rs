@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
-use super::relay::Side;
-use crate::config::{self, PepMode, TunnelMode};
+use super::relay::{Dir, Side};
+use super::starpep::Params;
+use crate::config::{self, PepMode, TunnelMode, WindowControl};
 
 /// Which endpoint runs the PEP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -86,6 +87,21 @@ pub struct SocketOpts {
     pub notsent_lowat: Option<u32>,
 }
 
+/// The window controller's part of the plan: `Mode = starpep`, or `Mode = split` with a
+/// `ControlLog` (the controller then only observes: its queue figures are logged, nothing is
+/// applied).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StarpepPlan {
+    /// Whether decisions are applied (`Mode = starpep`).
+    pub apply: bool,
+    pub params: Params,
+    pub window_control: WindowControl,
+    pub control_log: Option<std::path::PathBuf>,
+    /// The direction toward the satellite link, whose sender is regulated: the box's uploads
+    /// (`Up`), the POP's downloads (`Down`). Its source socket faces the sender.
+    pub dir: Dir,
+}
+
 /// Everything the proxy shell sets up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -119,6 +135,8 @@ pub struct Plan {
     /// The satellite-side devices known from the config (tunnel, or POP `Intercept` without
     /// tunnel); the box without tunnel adds the devices its destination routes use at start.
     pub satellite_devs: Vec<String>,
+    /// StarPEP window control (`None` with `Mode = split`).
+    pub starpep: Option<StarpepPlan>,
 }
 
 fn check_if(name: &str) -> Result<(), PlanError> {
@@ -265,6 +283,18 @@ impl Plan {
             idle_timeout: pep.idle_timeout,
             init_cwnd: pep.init_cwnd,
             satellite_devs,
+            starpep: (pep.mode == PepMode::Starpep || pep.starpep.control_log.is_some()).then(
+                || StarpepPlan {
+                    apply: pep.mode == PepMode::Starpep,
+                    params: Params::new(&pep.starpep),
+                    window_control: pep.starpep.window_control,
+                    control_log: pep.starpep.control_log.clone(),
+                    dir: match role {
+                        Role::Box => Dir::Up,
+                        Role::Pop => Dir::Down,
+                    },
+                },
+            ),
         })
     }
 

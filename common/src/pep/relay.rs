@@ -198,7 +198,8 @@ pub struct Relay {
     dirs: [DirState; 2],
     connected: bool,
     end: Option<FlowState>,
-    cap: usize,
+    /// Buffer per direction (bytes); the window controller narrows the controlled one.
+    cap: [usize; 2],
     idle_timeout: Duration,
     last_activity: Instant,
 }
@@ -215,7 +216,7 @@ impl Relay {
             dirs: [d; 2],
             connected: false,
             end: None,
-            cap: cap.max(1),
+            cap: [cap.max(1); 2],
             idle_timeout,
             last_activity: now,
         }
@@ -227,7 +228,13 @@ impl Relay {
         if self.end.is_some() || !self.connected || d.phase != DirPhase::Open {
             return 0;
         }
-        self.cap - d.buffered
+        self.cap[dir.idx()].saturating_sub(d.buffered)
+    }
+
+    /// Sets `dir`'s buffer to `cap` bytes (at least 1). Bytes already buffered above it stay
+    /// and are written; nothing more is read until the buffer is below the new size.
+    pub fn set_cap(&mut self, dir: Dir, cap: usize) {
+        self.cap[dir.idx()] = cap.max(1);
     }
 
     /// Bytes read for `dir` and not yet written.
@@ -287,10 +294,9 @@ impl Relay {
                 self.finish(FlowState::ConnectFailed, &mut out);
             }
             Event::Read { dir, n } => {
-                let cap = self.cap;
                 let d = &mut self.dirs[dir.idx()];
-                debug_assert!(d.phase == DirPhase::Open && d.buffered + n <= cap);
-                d.buffered = (d.buffered + n).min(cap);
+                debug_assert!(d.phase == DirPhase::Open);
+                d.buffered += n;
                 self.last_activity = now;
             }
             Event::Eof { dir } => {

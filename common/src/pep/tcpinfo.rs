@@ -33,7 +33,17 @@ pub struct SegmentInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpInfo {
     pub state: u8,
+    /// `tcpi_snd_wscale` / `tcpi_rcv_wscale` (the 4-bit fields of byte 6).
+    pub snd_wscale: u8,
+    pub rcv_wscale: u8,
+    /// `tcpi_delivery_rate_app_limited`: the last rate sample was app-limited.
+    pub app_limited: bool,
     pub snd_mss: u32,
+    pub rcv_mss: u32,
+    /// Segments sent and not yet acknowledged.
+    pub unacked: u32,
+    /// Receiver-side RTT estimate (µs; 0 until measured).
+    pub rcv_rtt_us: u32,
     pub rtt_us: u32,
     pub rttvar_us: u32,
     pub snd_cwnd: u32,
@@ -51,10 +61,15 @@ pub struct TcpInfo {
 /// Byte offsets in `struct tcp_info`.
 mod off {
     pub const STATE: usize = 0;
+    pub const WSCALE: usize = 6;
+    pub const FLAGS: usize = 7;
     pub const SND_MSS: usize = 16;
+    pub const RCV_MSS: usize = 20;
+    pub const UNACKED: usize = 24;
     pub const RTT: usize = 68;
     pub const RTTVAR: usize = 72;
     pub const SND_CWND: usize = 80;
+    pub const RCV_RTT: usize = 92;
     pub const TOTAL_RETRANS: usize = 100;
     pub const PACING_RATE: usize = 104;
     pub const BYTES_ACKED: usize = 120;
@@ -86,7 +101,13 @@ impl TcpInfo {
         let need = |o: usize| u32_at(o).unwrap_or(0);
         Some(TcpInfo {
             state: b[off::STATE],
+            snd_wscale: b[off::WSCALE] & 0x0f,
+            rcv_wscale: b[off::WSCALE] >> 4,
+            app_limited: b[off::FLAGS] & 1 == 1,
             snd_mss: need(off::SND_MSS),
+            rcv_mss: need(off::RCV_MSS),
+            unacked: need(off::UNACKED),
+            rcv_rtt_us: need(off::RCV_RTT),
             rtt_us: need(off::RTT),
             rttvar_us: need(off::RTTVAR),
             snd_cwnd: need(off::SND_CWND),

@@ -7,6 +7,7 @@ use super::flows::*;
 use super::metrics::{MetricsHeader, PepMetrics};
 use super::plan::Role;
 use super::relay::FlowState;
+use super::starpep::ControlRecord;
 use super::tcpinfo::{TcpInfo, MIN_LEN};
 
 fn key(port: u16) -> FlowKey {
@@ -115,7 +116,12 @@ fn tcp_info_bytes(len: usize) -> Vec<u8> {
         }
     };
     b[0] = 1; // TCP_ESTABLISHED
+    b[6] = (9 << 4) | 7; // rcv_wscale 9, snd_wscale 7
+    b[7] = 1; // delivery_rate_app_limited
     put32(&mut b, 16, 1368);
+    put32(&mut b, 20, 1448);
+    put32(&mut b, 24, 17);
+    put32(&mut b, 92, 20_500);
     put32(&mut b, 68, 512_000);
     put32(&mut b, 72, 3_000);
     put32(&mut b, 80, 42);
@@ -136,6 +142,8 @@ fn tcp_info_is_parsed_by_offset_and_short_structs_lack_the_new_fields() {
         (1368, 512_000, 3_000, 42)
     );
     assert_eq!(i.total_retrans, 7);
+    assert_eq!((i.snd_wscale, i.rcv_wscale, i.app_limited), (7, 9, true));
+    assert_eq!((i.rcv_mss, i.unacked, i.rcv_rtt_us), (1448, 17, 20_500));
     assert_eq!(i.bytes_acked, Some(123_456));
     assert_eq!(i.min_rtt_us, Some(500_100));
     assert_eq!(i.delivery_rate, Some(1_250_000));
@@ -161,8 +169,11 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
     r.bytes_up = 5;
     r.bytes_down = 7;
     r.satellite = TcpInfo::parse(&tcp_info_bytes(280)).map(|i| i.to_segment("cubic"));
+    r.control = Some(control_record(a.id));
     let h = MetricsHeader {
         role: Role::Box,
+        mode: "starpep".into(),
+        window_backend: Some("clamp".into()),
         tunnel: "wireguard".into(),
         table: "starpep_box".into(),
         proxy_port: 8399,
@@ -178,6 +189,10 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
     assert_eq!(json["role"], "box");
     assert_eq!(json["flows"][0]["state"], "established");
     assert_eq!(json["flows"][0]["satellite"]["congestion"], "cubic");
+    assert_eq!(json["mode"], "starpep");
+    assert_eq!(json["window_backend"], "clamp");
+    assert_eq!(json["flows"][0]["control"]["w_bytes"], 20_000);
+    assert_eq!(json["flows"][0]["control"]["phase"], "probe");
     let back: PepMetrics = serde_json::from_value(json).unwrap();
     assert_eq!(back, m, "show parses what the daemon sends");
     let text = m.render();
@@ -190,4 +205,51 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
         text.contains("satellite cubic rtt 512.0/500.1 ms cwnd 42"),
         "{text}"
     );
+    assert!(
+        text.contains("pep: Box starpep (window back-end clamp)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("starpep probe inside: W 19.53 KiB (W_base 61.04 KiB)"),
+        "{text}"
+    );
+}
+
+fn control_record(flow: u64) -> ControlRecord {
+    use super::starpep::{Decision, FlowSamples, Phase, Regime};
+    let d = Decision {
+        window: Some(20_000),
+        w_base: 62_500,
+        w_steady: 62_500,
+        q: 30_000,
+        q_hat: 28_000.0,
+        r_down: 6_250_000.0,
+        rtt_up: Duration::from_millis(10),
+        phase: Phase::Probe,
+        regime: Regime::Inside,
+        rcv_buf: Some(70_000),
+        link_cap: Some(150_000),
+        sat_lowat: Some(12_500),
+        sat_base: Some(Duration::from_millis(20)),
+        link_probe: true,
+    };
+    let s = FlowSamples {
+        unread: 20_000,
+        pipe: 4_000,
+        notsent: 6_000,
+        ..FlowSamples::default()
+    };
+    let k = key(5);
+    let r = ControlRecord::new(
+        Duration::from_secs(1),
+        flow,
+        k.client,
+        k.server,
+        "clamp",
+        &d,
+        &s,
+    );
+    assert_eq!(r.proxy_queue_ms, 4.8);
+    assert_eq!(r.r_down_mbps, 50.0);
+    r
 }

@@ -282,3 +282,46 @@ fn random_legal_event_sequences_keep_the_invariants() {
         assert_eq!(r.state(), FlowState::Closed);
     }
 }
+
+#[test]
+fn a_narrowed_direction_reads_less_and_drains_what_it_holds() {
+    let t0 = Instant::now();
+    let mut r = connected(t0);
+    r.on(
+        Event::Read {
+            dir: Dir::Down,
+            n: 800,
+        },
+        t0,
+    );
+    r.set_cap(Dir::Down, 300);
+    assert_eq!(
+        r.read_budget(Dir::Down),
+        0,
+        "above the new size: no reading"
+    );
+    assert_eq!(
+        r.read_budget(Dir::Up),
+        CAP,
+        "the other direction keeps its size"
+    );
+    r.on(
+        Event::Written {
+            dir: Dir::Down,
+            n: 600,
+        },
+        t0,
+    );
+    assert_eq!(r.buffered(Dir::Down), 200);
+    assert_eq!(r.read_budget(Dir::Down), 100);
+    r.set_cap(Dir::Down, 0);
+    assert_eq!(r.read_budget(Dir::Down), 0);
+    r.on(
+        Event::Written {
+            dir: Dir::Down,
+            n: 200,
+        },
+        t0,
+    );
+    assert_eq!(r.read_budget(Dir::Down), 1, "at least one byte");
+}

@@ -11,6 +11,7 @@ use tracing::Instrument;
 
 use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo};
 
+use super::control::FlowControl;
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
 use super::state::Shared;
 use super::{sockopt, sys};
@@ -122,13 +123,49 @@ async fn relay_flow(
         });
     };
     refresh(&io);
-    supervise(shared, &io, &refresh).await;
+    let mut control = match &plan.starpep {
+        Some(sp) => FlowControl::new(
+            sp,
+            shared.window.clone(),
+            &io,
+            id,
+            key.client,
+            key.server,
+            plan.flow_buffer,
+            shared.clock.now(),
+        ),
+        None => None,
+    };
+    supervise(shared, &io, &refresh, control.as_mut(), id).await;
+    if let Some(c) = &control {
+        c.release(&io);
+    }
     refresh(&io);
     io.with_relay(|r| (r.state(), r.bytes(Dir::Up), r.bytes(Dir::Down)))
 }
 
-/// Both directions, the idle tick, error watches on half-closed sockets and shutdown.
-async fn supervise(shared: &Shared, io: &FlowIo, refresh: &(dyn Fn(&FlowIo) + Sync)) {
+/// One StarPEP tick: run the controller, log and publish its record.
+fn control_tick(shared: &Shared, io: &FlowIo, c: &mut FlowControl, id: FlowId) {
+    let rec = c.tick(io, shared.clock.now());
+    if let Some(log) = &shared.control_log {
+        log.write(&rec);
+    }
+    shared.table(|t| {
+        if let Some(r) = t.record_mut(id) {
+            r.control = Some(rec);
+        }
+    });
+}
+
+/// Both directions, the idle tick, the StarPEP control tick, error watches on half-closed
+/// sockets and shutdown.
+async fn supervise(
+    shared: &Shared,
+    io: &FlowIo,
+    refresh: &(dyn Fn(&FlowIo) + Sync),
+    mut control: Option<&mut FlowControl>,
+    id: FlowId,
+) {
     let mode = shared.mode;
     let cap = shared.plan.flow_buffer;
     let pipes = match mode {
@@ -163,7 +200,19 @@ async fn supervise(shared: &Shared, io: &FlowIo, refresh: &(dyn Fn(&FlowIo) + Sy
         let _ = io.exec(&a);
     };
     while !io.with_relay(|r| r.is_finished()) {
+        let due = control.as_ref().map(|c| shared.clock.instant(c.deadline()));
+        let control_due = async {
+            match due {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
+            _ = control_due => {
+                if let Some(c) = control.as_deref_mut() {
+                    control_tick(shared, io, c, id);
+                }
+            },
             r = &mut up, if !up_done => match r {
                 Ok(()) => up_done = true,
                 Err(f) => fail(f),

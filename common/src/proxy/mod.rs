@@ -5,6 +5,7 @@
 //! per flow on the caller's tokio runtime. [`PepHandle`] gives the metrics for `show` and
 //! removes everything on [`PepHandle::shutdown`] (or on drop). See `docs/pep.md`.
 
+mod control;
 pub mod daemon;
 pub mod error;
 mod flow;
@@ -15,6 +16,7 @@ mod runner;
 mod sockopt;
 mod state;
 mod sys;
+pub mod window;
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -32,8 +34,10 @@ pub use error::ProxyError;
 pub use pump::RelayMode;
 pub use runner::{PepMonitor, PepRunner};
 
+use control::ControlLog;
 use netcfg::NetCfg;
 use state::Shared;
+use window::{ClampBackend, WindowBackend};
 
 /// What the daemon tells the PEP.
 #[derive(Debug, Clone)]
@@ -117,9 +121,15 @@ impl Pep {
             .into_iter()
             .map(|(a, s)| listener::to_tokio(s, a))
             .collect::<Result<Vec<_>, _>>()?;
+        let window = plan
+            .starpep
+            .as_ref()
+            .filter(|sp| sp.apply)
+            .map(|sp| select_backend(sp, &plan));
+        let shrink = window.as_ref().is_some_and(|w| w.name() == "clamp");
         let net = {
             let plan = plan.clone();
-            tokio::task::spawn_blocking(move || NetCfg::apply(&plan))
+            tokio::task::spawn_blocking(move || NetCfg::apply(&plan, shrink))
                 .await
                 .map_err(|e| ProxyError::sys("nft setup task", std::io::Error::other(e)))??
         };
@@ -136,7 +146,14 @@ impl Pep {
             plan.dst6,
             plan.bypass_ports
         );
-        let shared = Arc::new(Shared::new(plan, ctx.relay, intercept_tx, shutdown_rx));
+        let control_log = match plan.starpep.as_ref().and_then(|s| s.control_log.as_ref()) {
+            Some(p) => Some(ControlLog::create(p)?),
+            None => None,
+        };
+        let mut shared = Shared::new(plan, ctx.relay, intercept_tx, shutdown_rx);
+        shared.window = window;
+        shared.control_log = control_log;
+        let shared = Arc::new(shared);
         let mut tasks: Vec<JoinHandle<()>> = listeners
             .into_iter()
             .map(|l| tokio::spawn(listener::accept_loop(shared.clone(), l)))
@@ -257,6 +274,18 @@ impl Drop for PepHandle {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .teardown();
+    }
+}
+
+/// The StarPEP window back-end for `WindowControl`: eBPF where it loads (`auto`, `ebpf`), the
+/// socket clamp otherwise (`auto` says why in one log line).
+fn select_backend(sp: &crate::pep::StarpepPlan, _plan: &Plan) -> Arc<dyn WindowBackend> {
+    use crate::config::WindowControl;
+    match sp.window_control {
+        WindowControl::Clamp | WindowControl::Auto | WindowControl::Ebpf => {
+            tracing::info!("StarPEP window back-end: socket clamp (TCP_WINDOW_CLAMP)");
+            Arc::new(ClampBackend)
+        }
     }
 }
 

@@ -103,6 +103,8 @@ fn icmp_rule_args(fam: &'static str, op: &'static str) -> Vec<String> {
 
 /// Sysctls making ICMP errors carry the mark of the packet that caused them.
 const REFLECT: [&str; 2] = ["net.ipv4.fwmark_reflect", "net.ipv6.fwmark_reflect"];
+/// Lets a lowered receive window retract the right edge (per namespace, since 6.5).
+const SHRINK_WINDOW: &str = "net.ipv4.tcp_shrink_window";
 
 fn read_sysctl(key: &str) -> Option<String> {
     std::fs::read_to_string(format!("/proc/sys/{}", key.replace('.', "/")))
@@ -144,7 +146,9 @@ pub fn remove_stale(table: &str) {
 
 impl NetCfg {
     /// Sets everything up for `plan`; on failure what was done is undone before returning.
-    pub fn apply(plan: &Plan) -> Result<NetCfg, ProxyError> {
+    /// `shrink_window`: the StarPEP socket clamp is in use, so `net.ipv4.tcp_shrink_window = 1`
+    /// lets a lower clamp take effect on the next ACK (restored at teardown).
+    pub fn apply(plan: &Plan, shrink_window: bool) -> Result<NetCfg, ProxyError> {
         remove_stale(&plan.table);
         let mut n = NetCfg {
             table: plan.table.clone(),
@@ -183,15 +187,20 @@ impl NetCfg {
                 Err(e) => return Err(e),
             }
         }
+        let mut ones: Vec<&'static str> = Vec::new();
         if plan.transparent_connect {
-            for key in REFLECT {
-                match read_sysctl(key) {
-                    Some(old) if old != "1" => match cmd::sysctl(key, "1") {
-                        Ok(()) => n.restore_sysctls.push((key, old)),
-                        Err(e) => tracing::warn!("{e}"),
-                    },
-                    _ => {}
-                }
+            ones.extend(REFLECT);
+        }
+        if shrink_window {
+            ones.push(SHRINK_WINDOW);
+        }
+        for key in ones {
+            match read_sysctl(key) {
+                Some(old) if old != "1" => match cmd::sysctl(key, "1") {
+                    Ok(()) => n.restore_sysctls.push((key, old)),
+                    Err(e) => tracing::warn!("{e}"),
+                },
+                _ => {}
             }
         }
         nft_script("apply ruleset", &nft::ruleset(plan))?;

@@ -2,14 +2,16 @@
 //! shutdown signal and the last nft counter values.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::watch;
 
 use crate::pep::{FlowTable, InterceptChange, MetricsHeader, PepMetrics, Plan};
 
+use super::control::{Clock, ControlLog};
 use super::pump::RelayMode;
+use super::window::WindowBackend;
 
 pub struct Shared {
     pub plan: Plan,
@@ -21,6 +23,11 @@ pub struct Shared {
     pub shutdown_rx: watch::Receiver<bool>,
     pub overflow_syns: AtomicU64,
     pub intercepted_syns: AtomicU64,
+    /// StarPEP: the window back-end (with `Mode = starpep`), the controllers' clock and the
+    /// per-tick log.
+    pub window: Option<Arc<dyn WindowBackend>>,
+    pub clock: Clock,
+    pub control_log: Option<ControlLog>,
 }
 
 impl Shared {
@@ -39,6 +46,9 @@ impl Shared {
             shutdown_rx,
             overflow_syns: AtomicU64::new(0),
             intercepted_syns: AtomicU64::new(0),
+            window: None,
+            clock: Clock::new(),
+            control_log: None,
         }
     }
 
@@ -73,6 +83,13 @@ impl Shared {
         let p = &self.plan;
         let h = MetricsHeader {
             role: p.role,
+            mode: if p.starpep.as_ref().is_some_and(|s| s.apply) {
+                "starpep"
+            } else {
+                "split"
+            }
+            .into(),
+            window_backend: self.window.as_ref().map(|b| b.name().to_string()),
             tunnel: match p.tunnel {
                 crate::config::TunnelMode::WireGuard => "wireguard".into(),
                 crate::config::TunnelMode::None => "none".into(),

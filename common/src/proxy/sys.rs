@@ -1,4 +1,5 @@
-//! Raw system calls of the PEP shell (its only `unsafe`): `getsockopt(TCP_INFO)` into bytes.
+//! Raw system calls of the PEP shell (its only `unsafe`): `getsockopt(TCP_INFO)` into bytes,
+//! SIOCINQ and plain `int` socket options (TCP_WINDOW_CLAMP) for the window controller.
 //!
 //! The kernel's `struct tcp_info` is newer than the libc crate's, so it is read as bytes and
 //! parsed by `pep::tcpinfo` (pure).
@@ -38,4 +39,103 @@ pub fn register(s: socket2::Socket) -> io::Result<tokio::io::unix::AsyncFd<socke
     // dropped (which happens only when the AsyncFd drops it or hands it back with into_inner),
     // and `as_raw_fd` always returns that same descriptor.
     unsafe { tokio::io::unix::AsyncFd::register(s) }.map_err(|e| e.into_parts().1)
+}
+
+/// Bytes the socket has received and the application not read yet (`SIOCINQ`).
+pub fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCINQ (FIONREAD) writes one `int` through the pointer, which points to a live
+    // local; the fd is borrowed, so it stays open for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n.max(0) as u32)
+}
+
+/// `getsockopt` of one `int` option.
+pub fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, opt: libc::c_int) -> io::Result<i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are live locals of the sizes passed; the kernel writes at most `len`
+    // bytes to `v`. The fd is borrowed for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(v)
+}
+
+/// `setsockopt` of one `int` option.
+pub fn set_int(fd: BorrowedFd<'_>, level: libc::c_int, opt: libc::c_int, v: i32) -> io::Result<()> {
+    // SAFETY: the kernel reads `size_of::<c_int>()` bytes from a live local; the fd is borrowed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `SO_MEMINFO` (SOL_SOCKET 55): the socket's memory accounting in bytes of skb truesize.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemInfo {
+    pub rmem_alloc: u32,
+    pub rcvbuf: u32,
+    pub sndbuf: u32,
+    pub wmem_queued: u32,
+}
+
+/// Reads `SO_MEMINFO` (`SK_MEMINFO_*` indices 0, 1, 3, 5).
+pub fn mem_info(fd: BorrowedFd<'_>) -> io::Result<MemInfo> {
+    const SO_MEMINFO: libc::c_int = 55;
+    let mut v = [0u32; 16];
+    let mut len = std::mem::size_of_val(&v) as libc::socklen_t;
+    // SAFETY: `v` is a live local array of `len` bytes; the kernel writes at most `len` bytes
+    // and stores the length. The fd is borrowed for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_MEMINFO,
+            v.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(MemInfo {
+        rmem_alloc: v[0],
+        rcvbuf: v[1],
+        sndbuf: v[3],
+        wmem_queued: v[5],
+    })
+}
+
+/// Payload bytes in the send queue, sent or not, not yet acknowledged (`SIOCOUTQ`).
+pub fn unacked_and_unsent(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one `int` through the pointer to a live local; the fd
+    // is borrowed for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n.max(0) as u32)
 }

@@ -30,7 +30,8 @@ pub struct SplitArgs {
     /// Rounds; each runs every setup once.
     #[arg(long, default_value_t = 1)]
     pub rounds: u32,
-    /// Setups (plain, wireguard, split, pep-novpn), comma-separated.
+    /// Setups (plain, wireguard, split, split-cubic, starpep, starpep-clamp, pep-novpn),
+    /// comma-separated.
     #[arg(
         long,
         default_value = "plain,wireguard,split,pep-novpn",
@@ -51,29 +52,67 @@ pub struct SplitArgs {
     pub json: Option<PathBuf>,
 }
 
-/// What is between pc and srv.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What is between pc and srv. The name given on the command line is the name in every output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Setup {
     /// Plain routing over the link: no VPN, no PEP.
     Plain,
     /// Our endpoint pair with stock WireGuard configs (no `[PEP]`).
     Wireguard,
-    /// Our endpoint pair with `configs/{box,pop}-pep.conf`: tunnel + split.
+    /// `configs/{box,pop}-pep.conf` with `Mode = split`: tunnel + plain splitting, BBR.
     Split,
-    /// `configs/{box,pop}-pep-none.conf`: split without VPN, plain routing.
+    /// The same with CUBIC on the satellite segment (2 × BDP buffers): the PEPsal-like reference.
+    SplitCubic,
+    /// `configs/{box,pop}-pep.conf` as shipped: tunnel + StarPEP (the default mode).
+    Starpep,
+    /// StarPEP with the socket back-end (`WindowControl = clamp`).
+    StarpepClamp,
+    /// `configs/{box,pop}-pep-none.conf`: the PEP without VPN, plain routing.
     PepNoVpn,
 }
 
+impl serde::Serialize for Setup {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 impl Setup {
+    pub const ALL: [Setup; 7] = [
+        Setup::Plain,
+        Setup::Wireguard,
+        Setup::Split,
+        Setup::SplitCubic,
+        Setup::Starpep,
+        Setup::StarpepClamp,
+        Setup::PepNoVpn,
+    ];
+
     pub fn parse(s: &str) -> anyhow::Result<Setup> {
+        if let Some(x) = Setup::ALL.into_iter().find(|x| x.name() == s) {
+            return Ok(x);
+        }
         Ok(match s {
-            "plain" => Setup::Plain,
-            "wireguard" | "wg" => Setup::Wireguard,
-            "split" => Setup::Split,
-            "pep-novpn" | "pep" => Setup::PepNoVpn,
-            o => anyhow::bail!("unknown setup {o:?} (plain, wireguard, split, pep-novpn)"),
+            "wg" => Setup::Wireguard,
+            "pep" => Setup::PepNoVpn,
+            o => {
+                let names: Vec<&str> = Setup::ALL.iter().map(|x| x.name()).collect();
+                anyhow::bail!("unknown setup {o:?} ({})", names.join(", "))
+            }
         })
+    }
+
+    /// The command-line name (also the `setup` of every JSON row).
+    pub fn name(self) -> &'static str {
+        match self {
+            Setup::Plain => "plain",
+            Setup::Wireguard => "wireguard",
+            Setup::Split => "split",
+            Setup::SplitCubic => "split-cubic",
+            Setup::Starpep => "starpep",
+            Setup::StarpepClamp => "starpep-clamp",
+            Setup::PepNoVpn => "pep-novpn",
+        }
     }
 
     pub fn label(self) -> &'static str {
@@ -81,6 +120,9 @@ impl Setup {
             Setup::Plain => "no VPN, no PEP",
             Setup::Wireguard => "WireGuard only",
             Setup::Split => "WireGuard + split",
+            Setup::SplitCubic => "split (CUBIC)",
+            Setup::Starpep => "WireGuard + StarPEP",
+            Setup::StarpepClamp => "StarPEP (clamp)",
             Setup::PepNoVpn => "PEP without VPN",
         }
     }
@@ -90,14 +132,38 @@ impl Setup {
         match self {
             Setup::Plain => None,
             Setup::Wireguard => Some(("box", "pop")),
-            Setup::Split => Some(("box-pep", "pop-pep")),
+            Setup::Split | Setup::SplitCubic | Setup::Starpep | Setup::StarpepClamp => {
+                Some(("box-pep", "pop-pep"))
+            }
             Setup::PepNoVpn => Some(("box-pep-none", "pop-pep-none")),
+        }
+    }
+
+    /// The `[PEP]` keys that make this setup out of the shipped config (before `--pep`).
+    pub(crate) fn pep_keys(self) -> &'static [&'static str] {
+        match self {
+            Setup::Split => &["Mode=split"],
+            Setup::SplitCubic => &["Mode=split", "Congestion=cubic"],
+            Setup::Starpep => &["Mode=starpep"],
+            Setup::StarpepClamp => &["Mode=starpep", "WindowControl=clamp"],
+            Setup::Plain | Setup::Wireguard | Setup::PepNoVpn => &[],
         }
     }
 
     pub(crate) fn plain_routes(self) -> bool {
         matches!(self, Setup::Plain | Setup::PepNoVpn)
     }
+}
+
+/// The `[PEP]` overrides of one run: the setup's keys, the link's nominal rate and RTT (buffers
+/// sized to its BDP, as an operator configures them), then the command line's `--pep`.
+pub(crate) fn pep_set(setup: Setup, profile: &Profile, user: &[String]) -> Vec<String> {
+    let (rate, rtt) = profile.nominal();
+    let mut v: Vec<String> = setup.pep_keys().iter().map(|s| s.to_string()).collect();
+    v.push(format!("LinkRate={}bit", rate.round() as u64));
+    v.push(format!("LinkRtt={}ms", rtt.as_millis().max(1)));
+    v.extend(user.iter().cloned());
+    v
 }
 
 /// One measured download.
@@ -278,6 +344,7 @@ fn download(topo: &Topology, bytes: usize) -> anyhow::Result<Duration> {
 }
 
 fn one(args: &SplitArgs, profile: &Path, setup: Setup) -> anyhow::Result<Duration> {
+    let set = pep_set(setup, &Profile::load(profile)?, &args.pep_set);
     let spec = if setup.plain_routes() {
         TopoSpec::satlink().with_plain_routes()
     } else {
@@ -287,20 +354,8 @@ fn one(args: &SplitArgs, profile: &Path, setup: Setup) -> anyhow::Result<Duratio
     let _link = topo.spawn_satlink(&sibling_bin("satlink")?, profile, &["--start", "now"])?;
     let mut daemons = Vec::new();
     if let Some((b, p)) = setup.configs() {
-        daemons.push(start_daemon(
-            &topo,
-            Node::Pop,
-            "starpep-pop",
-            p,
-            &args.pep_set,
-        )?);
-        daemons.push(start_daemon(
-            &topo,
-            Node::Box,
-            "starpep-client",
-            b,
-            &args.pep_set,
-        )?);
+        daemons.push(start_daemon(&topo, Node::Pop, "starpep-pop", p, &set)?);
+        daemons.push(start_daemon(&topo, Node::Box, "starpep-client", b, &set)?);
     }
     // Warm-up: the path works (and the WireGuard handshake is done) before timing.
     let srv = addr::SRV.to_string();

@@ -8,6 +8,7 @@ pub mod model;
 mod parse;
 pub mod profile;
 pub mod queue;
+pub mod retrace;
 pub mod schedule;
 mod tc;
 pub mod trace;

@@ -172,6 +172,25 @@ impl Profile {
         &self.detected
     }
 
+    /// The link's nominal figures: the downlink's rate (constant, or the trace's mean) and the
+    /// round trip of the two base delays (constant, or the delay trace's median), for sizing
+    /// a PEP's buffers to the BDP as an operator would.
+    pub fn nominal(&self) -> (f64, Duration) {
+        let rate = match &self.down.capacity {
+            CapacitySpec::Rate(r) => *r as f64,
+            CapacitySpec::Trace(t) => t.mean_bps(),
+        };
+        let one_way = |d: &DelaySpec| match d {
+            DelaySpec::Constant { delay, .. } => *delay,
+            DelaySpec::Trace(t) => {
+                let mut v = t.slots_ms().to_vec();
+                v.sort_unstable();
+                Duration::from_millis(v.get(v.len() / 2).copied().unwrap_or(0) as u64)
+            }
+        };
+        (rate, one_way(&self.down.delay) + one_way(&self.up.delay))
+    }
+
     /// Neither direction uses a trace.
     pub fn is_constant(&self) -> bool {
         self.down.is_constant() && self.up.is_constant()

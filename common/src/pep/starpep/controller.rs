@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ProbeWindow, Starpep};
 use crate::reconfig::ReconfigSchedule;
 
-use super::estimate::{rtt_up, BaseRtt, RateEstimator};
+use super::estimate::{rtt_up, BaseRtt, RateEstimator, DRAIN_GAIN};
 use super::phase::{Phase, PhaseAt, Phases};
 
 /// The control period. 5 ms: the shortest LEO RTT in the Starlink recording is about 16 ms,
@@ -66,6 +66,8 @@ impl Params {
 /// The satellite socket's figures (TCP_INFO).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SatSample {
+    /// `tcpi_bytes_acked`.
+    pub bytes_acked: u64,
     /// `tcpi_delivery_rate`, bytes/s (0: none yet).
     pub delivery_rate: u64,
     /// `tcpi_delivery_rate_app_limited`.
@@ -74,6 +76,8 @@ pub struct SatSample {
     pub srtt_us: u32,
     /// `tcpi_snd_mss`.
     pub mss: u32,
+    /// Bytes sent and not yet acknowledged (SIOCOUTQ − unsent).
+    pub inflight: u32,
 }
 
 /// The sender-facing socket's figures (TCP_INFO).
@@ -133,10 +137,12 @@ pub struct Decision {
     pub rtt_up: Duration,
     pub phase: Phase,
     pub regime: Regime,
-    /// Payload the sender-facing socket may buffer (`W + Q_high`): bounds the unread bytes when
-    /// the window cannot (a sender a fraction of a segment's time away).
+    /// Payload the sender-facing socket may buffer (`W + Q_low`, at least `W_r` on top):
+    /// bounds the unread bytes when the window cannot (a sender so close that `W_base` is
+    /// below `ProbeWindow`).
     pub rcv_buf: Option<u32>,
-    /// In-flight cap of the satellite socket (`R_down × (base RTT + LinkQueue)`).
+    /// In-flight cap of the satellite socket (`C × (base RTT + LinkQueue)`, C the recent
+    /// maximum of `R_down`).
     pub link_cap: Option<u32>,
     /// Unsent bytes the satellite socket should keep ready (`R_down × QueueLow`, ≥ 4 MSS).
     pub sat_lowat: Option<u32>,
@@ -197,8 +203,12 @@ impl Controller {
         if let Some(sat) = s.sat {
             let srtt = Duration::from_micros(sat.srtt_us as u64);
             let window = RateEstimator::window(srtt);
+            // App-limited: the PEP held nothing for the link. (The kernel's own flag is set
+            // whenever less than a segment is unsent and the send buffer is not full to the
+            // byte, which the in-flight cap makes the rule: it would ratchet R_down up.)
+            let limited = q < self.mss || self.base.drain_effects(now);
             self.rate
-                .on_sample(now, sat.delivery_rate, sat.app_limited, window);
+                .on_sample(now, sat.bytes_acked, sat.delivery_rate, limited, window);
             self.base.on_sample(sat.srtt_us);
             if sat.mss > 0 {
                 sat_mss = sat.mss;
@@ -255,19 +265,21 @@ impl Controller {
                 .map_or(u32::MAX, |c| c.max(w_r));
         let w = w.max(w_r).min(cap);
         self.last_window = Some(w);
-        let rcv_buf = w.saturating_add((q_high as u32).max(w_r));
+        let rcv_buf = w.saturating_add((q_low as u32).max(w_r));
         let base = self.base.get();
+        let c = self.rate.capacity().unwrap_or(r);
         let link_cap = match base {
             Some(b) if !self.p.link_queue.is_zero() => {
-                let g = if link_probe {
-                    Duration::ZERO
+                let inflight = if link_probe {
+                    b.mul_f64(DRAIN_GAIN)
                 } else if ph.phase == Phase::Recover {
-                    self.p.link_queue.mul_f64(ph.ramp)
+                    b + self.p.link_queue.mul_f64(ph.ramp)
                 } else {
-                    self.p.link_queue
+                    b + self.p.link_queue
                 };
                 let floor = self.p.probe_window.bytes(sat_mss);
-                Some((bytes_in(b + g) as u32).max(floor))
+                let cap = (c * inflight.as_secs_f64()).min(u32::MAX as f64) as u32;
+                Some(cap.max(floor))
             }
             _ => None,
         };

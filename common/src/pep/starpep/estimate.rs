@@ -3,68 +3,109 @@
 
 use std::time::Duration;
 
-use super::minmax::{Keep, Windowed};
-
-/// `R_down`: a windowed maximum of the kernel's delivery-rate samples of the satellite socket
-/// (`tcpi_delivery_rate`, each one measured over about one RTT).
+/// `R_down`: the satellite socket's delivery rate, measured as the bytes it had acknowledged
+/// over the last satellite RTT (`tcpi_bytes_acked` deltas), and the kernel's own rate sample
+/// (`tcpi_delivery_rate`) only until one RTT of history exists.
 ///
-/// App-limited samples (the socket had nothing to send) only ever raise the estimate: they are
-/// a lower bound of what the link carries, so a pause in the sender never collapses `R_down`
-/// (BBR's rule). Zero or missing samples change nothing.
-#[derive(Debug, Clone)]
+/// An average over one round trip, not a maximum of rate samples: on the bursty LEO trace the
+/// kernel's per-ACK samples run about a third above what the link delivers (ACKs come in
+/// bursts), and the in-flight cap `R_down × (base RTT + LinkQueue)` would keep that much
+/// standing queue. With the average the cap settles at the queue target; when the link has
+/// more room the queue drains, the next round delivers `1 + LinkQueue / base` times more, and
+/// `R_down` follows capacity up within a few RTTs. Intervals in which the flow had nothing to
+/// send (app-limited) only count when they raise the estimate: they are a lower bound of what
+/// the link carries, so a pause in the sender never collapses `R_down` (BBR's rule). Zero or
+/// missing samples change nothing.
+#[derive(Debug, Clone, Default)]
 pub struct RateEstimator {
-    max: Windowed,
+    r: Option<f64>,
+    /// `(time, bytes acked, app-limited)` of the recent samples.
+    hist: std::collections::VecDeque<(Duration, u64, bool)>,
+    /// Decreasing `(time, R)` candidates of the windowed maximum of `R` ([`Self::capacity`]).
+    peaks: std::collections::VecDeque<(Duration, f64)>,
 }
 
-impl Default for RateEstimator {
-    fn default() -> Self {
-        RateEstimator {
-            max: Windowed::new(Keep::Max),
-        }
-    }
-}
+/// The capacity estimate is the maximum of `R_down` over this many averaging windows (one BBR
+/// gain cycle): it holds through the dips of a bursty link and of the sender's own probing.
+pub const CAPACITY_WINDOWS: u32 = 8;
 
-/// Window of the rate filter: 8 satellite RTTs (one BBR gain cycle), within these bounds.
-const RATE_WINDOW_MIN: Duration = Duration::from_millis(50);
+/// Bounds of the averaging window (one satellite RTT).
+const RATE_WINDOW_MIN: Duration = Duration::from_millis(10);
 const RATE_WINDOW_MAX: Duration = Duration::from_secs(1);
-const RATE_WINDOW_RTTS: u32 = 8;
 
 impl RateEstimator {
-    /// The filter window for a satellite segment of smoothed RTT `srtt`.
+    /// The averaging window for a satellite segment of smoothed RTT `srtt`.
     pub fn window(srtt: Duration) -> Duration {
-        (srtt * RATE_WINDOW_RTTS).clamp(RATE_WINDOW_MIN, RATE_WINDOW_MAX)
+        srtt.clamp(RATE_WINDOW_MIN, RATE_WINDOW_MAX)
     }
 
-    /// Feeds one sample (bytes/s); returns the estimate.
+    /// Feeds one sample at `now`: the socket's acknowledged bytes, the kernel's last rate
+    /// sample (bytes/s, 0 if none) and whether the flow was app-limited.
     pub fn on_sample(
         &mut self,
         now: Duration,
-        rate: u64,
+        acked: u64,
+        kernel_rate: u64,
         app_limited: bool,
         window: Duration,
     ) -> Option<f64> {
-        if rate == 0 {
-            return self.get();
+        if self.hist.back().is_some_and(|b| acked < b.1 || now < b.0) {
+            // A counter that went back is another socket's (or garbage): start over.
+            self.hist.clear();
         }
-        let r = rate as f64;
-        if app_limited && self.get().is_some_and(|cur| r <= cur) {
-            return self.get();
+        self.hist.push_back((now, acked, app_limited));
+        // Keep the newest sample at least `window` old as the base of the average.
+        while self.hist.len() > 2 && self.hist[1].0 + window <= now {
+            self.hist.pop_front();
         }
-        Some(self.max.update(window, now, r))
+        let (t0, a0, _) = self.hist[0];
+        let cand = if t0 + window <= now && now > t0 {
+            let limited = self.hist.iter().skip(1).any(|h| h.2);
+            Some(((acked - a0) as f64 / (now - t0).as_secs_f64(), limited))
+        } else if self.r.is_none() && kernel_rate > 0 {
+            Some((kernel_rate as f64, app_limited))
+        } else {
+            None
+        };
+        if let Some((x, limited)) = cand {
+            match self.r {
+                Some(cur) if limited && x <= cur => {}
+                _ if x > 0.0 => self.r = Some(x),
+                _ => {}
+            }
+        }
+        if let Some(r) = self.r {
+            while self.peaks.back().is_some_and(|p| p.1 <= r) {
+                self.peaks.pop_back();
+            }
+            self.peaks.push_back((now, r));
+            let horizon = window * CAPACITY_WINDOWS;
+            while self.peaks.len() > 1 && self.peaks[0].0 + horizon < now {
+                self.peaks.pop_front();
+            }
+        }
+        self.r
     }
 
-    /// Bytes/s, once a sample arrived.
+    /// What the link has shown it carries: the maximum of `R_down` over the last
+    /// [`CAPACITY_WINDOWS`] averaging windows (bytes/s).
+    pub fn capacity(&self) -> Option<f64> {
+        self.peaks.front().map(|p| p.1)
+    }
+
+    /// Bytes/s, once known.
     pub fn get(&self) -> Option<f64> {
-        self.max.get()
+        self.r
     }
 }
 
 /// The satellite segment's base RTT: the minimum smoothed RTT, refreshed by short drains.
 ///
-/// A lower sample is taken at once. A longer path is only seen when the queue is drained, so
-/// the controller drains the link (in-flight cap at `R_down × base`, no queue target) during
-/// each reconfiguration guard/probe and at least every [`LINK_PROBE_EVERY`]; the minimum over
-/// that drain replaces the old base (BBR's PROBE_RTT, without cutting the window).
+/// A lower sample is taken at once. A longer path, or a base that was measured with a queue
+/// in it, is only seen when the queue is drained, so the controller drains the link (in-flight
+/// cap at [`DRAIN_GAIN`] × `R_down × base`) during each reconfiguration guard/probe and at least
+/// every [`LINK_PROBE_EVERY`]; the minimum over that drain replaces the old base (BBR's
+/// PROBE_RTT, with a fifth of the window cut instead of all but four segments).
 #[derive(Debug, Clone, Default)]
 pub struct BaseRtt {
     base_us: Option<u32>,
@@ -74,8 +115,11 @@ pub struct BaseRtt {
     probe_until: Option<Duration>,
 }
 
+/// In-flight cap during a drain, as a fraction of `R_down × base`: below one, so a base that
+/// holds some queue still drains and is corrected at the next drain.
+pub const DRAIN_GAIN: f64 = 0.8;
 /// The longest time between two drains of the satellite segment.
-pub const LINK_PROBE_EVERY: Duration = Duration::from_secs(2);
+pub const LINK_PROBE_EVERY: Duration = Duration::from_secs(4);
 /// Length of a periodic drain, in base RTTs (at least [`LINK_PROBE_MIN`]).
 const LINK_PROBE_RTTS: u32 = 3;
 pub const LINK_PROBE_MIN: Duration = Duration::from_millis(30);
@@ -131,6 +175,13 @@ impl BaseRtt {
         }
         self.probing = probing;
         probing
+    }
+
+    /// Whether the link is drained now or was within one base RTT: its delivery then says
+    /// nothing about capacity.
+    pub fn drain_effects(&self, now: Duration) -> bool {
+        let rtt = self.get().unwrap_or(LINK_PROBE_MIN);
+        self.probing || self.last_probe_end.is_some_and(|t| now < t + rtt)
     }
 
     /// The end of the current periodic drain, or the next one's start.

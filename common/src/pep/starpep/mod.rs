@@ -11,8 +11,8 @@
 
 mod controller;
 mod estimate;
-mod minmax;
 mod phase;
+mod record;
 
 #[cfg(test)]
 mod tests_controller;
@@ -24,5 +24,5 @@ pub use controller::{
     IDLE_PERIOD,
 };
 pub use estimate::{rtt_up, BaseRtt, RateEstimator, LINK_PROBE_EVERY};
-pub use minmax::{Keep, Windowed};
 pub use phase::{Phase, PhaseAt, Phases};
+pub use record::ControlRecord;

@@ -88,6 +88,9 @@ pub struct RecvArgs {
     pub conn: Conn,
     #[command(flatten)]
     pub common: Common,
+    /// Also write every chunk's stamp and one-way delay here (CSV `stamp_unix_s,owd_ms`).
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
 }
 
 /// `pcap-owd` arguments.
@@ -144,6 +147,7 @@ pub fn run(cli: Cli) -> Result<Report, OwdError> {
             let opts = RecvOpts {
                 bin_ms: a.common.bin_ms,
                 timeout: a.common.timeout,
+                samples: a.samples,
             };
             (run_recv(endpoint(&a.conn)?, &opts)?, a.common.json)
         }

@@ -25,6 +25,7 @@ fn recv_opts() -> RecvOpts {
     RecvOpts {
         bin_ms: 100,
         timeout: Duration::from_secs(60),
+        samples: None,
     }
 }
 
@@ -108,6 +109,41 @@ fn upload_20mb_verified() {
     check_pair(&s, &r, total);
     assert_eq!(s.notsent_lowat, Some(64 * 1024));
     assert!(s.cc.as_deref().is_some_and(|c| !c.is_empty()));
+}
+
+#[test]
+fn per_chunk_samples_file_has_every_chunk() {
+    let total = 40 * CHUNK_LEN as u64;
+    let dir = std::env::temp_dir().join(format!("owd-samples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("samples.csv");
+    let (ep, addr) = local();
+    let tx = thread::spawn(move || run_send(ep, &send_opts(SendAmount::Bytes(total))));
+    let opts = RecvOpts {
+        samples: Some(path.clone()),
+        ..recv_opts()
+    };
+    let r = run_recv(Endpoint::Connect(addr), &opts);
+    let s = tx.join().unwrap().unwrap();
+    let text = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = r.unwrap();
+    check_pair(&s, &r, total);
+    let text = text.unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("stamp_unix_s,owd_ms"));
+    let rows: Vec<(f64, f64)> = lines
+        .map(|l| {
+            let (a, b) = l.split_once(',').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(rows.len() as u64, r.chunks);
+    let start = r.start_unix_s.unwrap();
+    for (stamp, owd) in &rows {
+        assert!(*stamp >= start - 1.0 && *stamp < start + 60.0, "{stamp}");
+        assert!((0.0..1000.0).contains(owd), "{owd}");
+    }
 }
 
 #[test]

@@ -158,6 +158,7 @@ fn pcap_owd_on_tcpdump_loopback_captures() {
         let ro = RecvOpts {
             bin_ms: 100,
             timeout: Duration::from_secs(60),
+            samples: None,
         };
         let rx = std::thread::spawn(move || run_recv(Endpoint::Listen(l), &ro));
         let so = SendOpts {

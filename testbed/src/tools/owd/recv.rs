@@ -18,6 +18,25 @@ pub struct RecvOpts {
     pub bin_ms: u64,
     /// Whole-transfer timeout.
     pub timeout: Duration,
+    /// Per-chunk CSV (`stamp_unix_s,owd_ms`), written after the transfer.
+    pub samples: Option<std::path::PathBuf>,
+}
+
+/// Writes one line per chunk: the sender's stamp (UNIX s) and the one-way delay (ms).
+fn write_samples(path: &std::path::Path, samples: &[Sample]) -> Result<(), OwdError> {
+    let mut out = String::with_capacity(samples.len() * 32 + 32);
+    out.push_str("stamp_unix_s,owd_ms\n");
+    for s in samples {
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "{:.6},{:.3}",
+            s.stamp_ns as f64 / 1e9,
+            s.owd_ns() as f64 / 1e6
+        );
+    }
+    std::fs::write(path, out)
+        .map_err(|e| OwdError::io(format!("write samples {}", path.display()), e))
 }
 
 /// Runs one transfer as the receiver.
@@ -72,6 +91,9 @@ fn recv_on(
         }
     }
     re.finish().map_err(OwdError::Stream)?;
+    if let Some(p) = &opts.samples {
+        write_samples(p, &samples)?;
+    }
     Ok(Report::receiver(
         &samples,
         re.bytes(),

@@ -1,0 +1,318 @@
+//! StarPEP in the proxy shell: every period, one controlled flow's sockets and relay are
+//! sampled, its [`Controller`] runs, and the decision is applied: the window through the
+//! back-end, the sender-facing receive buffer, the satellite socket's send buffer (its in-flight
+//! cap) and low-water mark, and the relay's size in the controlled direction.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::sys::socket::{setsockopt, sockopt};
+use socket2::Socket;
+
+use crate::pep::starpep::{ControlRecord, Controller, Decision, FlowSamples, SatSample, UpSample};
+use crate::pep::{Dir, StarpepPlan, TcpInfo};
+
+use super::error::ProxyError;
+use super::pump::FlowIo;
+use super::sys;
+use super::window::{Controlled, WindowBackend};
+
+/// The controllers' clock: UNIX time (so `Reconfig = starlink` meets the satellite's UTC
+/// schedule) advanced by the monotonic clock (so a wall-clock step never jumps a phase).
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    unix0: Duration,
+    mono0: Instant,
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        Clock {
+            unix0: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default(),
+            mono0: Instant::now(),
+        }
+    }
+
+    pub fn now(&self) -> Duration {
+        self.unix0 + self.mono0.elapsed()
+    }
+
+    /// The monotonic instant of clock time `t`.
+    pub fn instant(&self, t: Duration) -> Instant {
+        self.mono0 + t.saturating_sub(self.unix0)
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+/// The per-tick record file (`ControlLog`): one JSON line per controlled flow per tick.
+pub struct ControlLog {
+    out: Mutex<(BufWriter<File>, Instant)>,
+}
+
+/// The log is flushed at least this often (and when the PEP stops).
+const LOG_FLUSH: Duration = Duration::from_millis(200);
+
+impl ControlLog {
+    pub fn create(path: &Path) -> Result<ControlLog, ProxyError> {
+        let f = File::options()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| ProxyError::sys(format!("open ControlLog {}", path.display()), e))?;
+        Ok(ControlLog {
+            out: Mutex::new((BufWriter::with_capacity(1 << 16, f), Instant::now())),
+        })
+    }
+
+    pub fn write(&self, r: &ControlRecord) {
+        let Ok(line) = serde_json::to_string(r) else {
+            return;
+        };
+        let mut g = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let (w, last) = &mut *g;
+        let _ = writeln!(w, "{line}");
+        if last.elapsed() >= LOG_FLUSH {
+            let _ = w.flush();
+            *last = Instant::now();
+        }
+    }
+
+    pub fn flush(&self) {
+        let mut g = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = g.0.flush();
+    }
+}
+
+impl Drop for ControlLog {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// Buffer sizes are in skb memory (truesize), the controller's bounds in payload bytes: each
+/// socket's ratio of the two is measured (`SO_MEMINFO` against SIOCOUTQ / SIOCINQ) and
+/// smoothed; these are the starting values and the bounds.
+/// (Receive skbs of one segment each weigh 3–5 times their payload here: a receive buffer
+/// sized in payload bytes overflows, and the kernel drops what it had already let in.)
+const SEND_OVERHEAD0: f64 = 1.1;
+const RECV_OVERHEAD0: f64 = 4.0;
+const OVERHEAD_MAX: f64 = 8.0;
+/// Queues shorter than this say little about the overhead.
+const OVERHEAD_MIN_SAMPLE: u32 = 4 * 1024;
+/// EWMA gain of the overhead ratios per tick.
+const OVERHEAD_GAIN: f64 = 0.05;
+/// A buffer value is rewritten only when it moves by more than 1/8.
+const SLACK: f64 = 0.125;
+/// The controlled direction's relay size: the satellite socket's low-water mark, at least this.
+const MIN_RELAY: u32 = 8 * 1024;
+
+fn smooth(k: &mut f64, mem: u32, payload: u32) {
+    if payload >= OVERHEAD_MIN_SAMPLE && mem > 0 {
+        let x = (mem as f64 / payload as f64).clamp(1.0, OVERHEAD_MAX);
+        *k += OVERHEAD_GAIN * (x - *k);
+    }
+}
+
+fn moved(last: Option<u32>, new: u32) -> bool {
+    match last {
+        None => true,
+        Some(l) => (new as f64 - l as f64).abs() > SLACK * l as f64,
+    }
+}
+
+/// One controlled flow.
+pub struct FlowControl {
+    ctl: Controller,
+    dir: Dir,
+    /// `None`: observe only (`Mode = split` with a `ControlLog`).
+    backend: Option<Arc<dyn WindowBackend>>,
+    flow: u64,
+    client: SocketAddr,
+    server: SocketAddr,
+    local: SocketAddr,
+    remote: SocketAddr,
+    max_relay: usize,
+    last_received: u64,
+    rcv_buf: Option<u32>,
+    snd_buf: Option<u32>,
+    lowat: Option<u32>,
+    send_overhead: f64,
+    recv_overhead: f64,
+    warned: bool,
+}
+
+impl FlowControl {
+    /// The controller of an established flow; `None` if its sender-facing socket has no
+    /// addresses (it is already gone).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        plan: &StarpepPlan,
+        backend: Option<Arc<dyn WindowBackend>>,
+        io: &FlowIo,
+        flow: u64,
+        client: SocketAddr,
+        server: SocketAddr,
+        max_relay: usize,
+        now: Duration,
+    ) -> Option<FlowControl> {
+        let s = io.sock(plan.dir.source()).get_ref();
+        let local = s.local_addr().ok()?.as_socket()?;
+        let remote = s.peer_addr().ok()?.as_socket()?;
+        Some(FlowControl {
+            ctl: Controller::new(plan.params.clone(), now),
+            dir: plan.dir,
+            backend,
+            flow,
+            client,
+            server,
+            local,
+            remote,
+            max_relay,
+            last_received: 0,
+            rcv_buf: None,
+            snd_buf: None,
+            lowat: None,
+            send_overhead: SEND_OVERHEAD0,
+            recv_overhead: RECV_OVERHEAD0,
+            warned: false,
+        })
+    }
+
+    /// When the next tick is due (clock time).
+    pub fn deadline(&self) -> Duration {
+        self.ctl.next_deadline()
+    }
+
+    fn controlled<'a>(&self, s: &'a Socket) -> Controlled<'a> {
+        Controlled {
+            fd: s.as_fd(),
+            local: self.local,
+            remote: self.remote,
+        }
+    }
+
+    /// One period: sample, decide, apply. Returns the record of this tick.
+    pub fn tick(&mut self, io: &FlowIo, now: Duration) -> ControlRecord {
+        let sender = io.sock(self.dir.source()).get_ref();
+        let sat = io.sock(self.dir.sink()).get_ref();
+        let up_info = info(sender);
+        let sat_info = info(sat);
+        let unread = sys::unread_bytes(sender.as_fd()).unwrap_or(0);
+        let outq = sys::unacked_and_unsent(sat.as_fd()).unwrap_or(0);
+        if let Ok(m) = sys::mem_info(sat.as_fd()) {
+            smooth(&mut self.send_overhead, m.wmem_queued, outq);
+        }
+        if let Ok(m) = sys::mem_info(sender.as_fd()) {
+            smooth(&mut self.recv_overhead, m.rmem_alloc, unread);
+        }
+        let notsent = sat_info.and_then(|i| i.notsent_bytes).unwrap_or(0);
+        let pipe = io.with_relay(|r| r.buffered(self.dir)) as u32;
+        let received = up_info.and_then(|i| i.bytes_received).unwrap_or(0);
+        let active = received != self.last_received || unread > 0 || pipe > 0;
+        self.last_received = received;
+        let samples = FlowSamples {
+            unread,
+            pipe,
+            notsent,
+            active,
+            sat: sat_info.map(|i| SatSample {
+                bytes_acked: i.bytes_acked.unwrap_or(0),
+                delivery_rate: i.delivery_rate.unwrap_or(0),
+                app_limited: i.app_limited,
+                srtt_us: i.rtt_us,
+                mss: i.snd_mss,
+                inflight: outq.saturating_sub(notsent),
+            }),
+            up: up_info.map(|i| UpSample {
+                rcv_rtt_us: i.rcv_rtt_us,
+                rtt_us: i.rtt_us,
+                rcv_mss: i.rcv_mss,
+                max_window: self.backend.as_ref().and_then(|b| b.socket_window(&i)),
+            }),
+        };
+        let d = self.ctl.on_samples(now, &samples);
+        let name = match &self.backend {
+            Some(b) => {
+                let b = b.clone();
+                if let Err(e) = self.apply(io, &*b, sender, sat, up_info.as_ref(), &d) {
+                    if !self.warned {
+                        tracing::warn!("window control: {e}");
+                        self.warned = true;
+                    }
+                }
+                b.name()
+            }
+            None => "none",
+        };
+        ControlRecord::new(now, self.flow, self.client, self.server, name, &d, &samples)
+    }
+
+    fn apply(
+        &mut self,
+        io: &FlowIo,
+        backend: &dyn WindowBackend,
+        sender: &Socket,
+        sat: &Socket,
+        up: Option<&TcpInfo>,
+        d: &Decision,
+    ) -> Result<(), ProxyError> {
+        let (Some(w), Some(up)) = (d.window, up) else {
+            return Ok(());
+        };
+        if let Some(lowat) = d.sat_lowat {
+            if moved(self.lowat, lowat) {
+                sat.set_tcp_notsent_lowat(lowat)
+                    .map_err(|e| ProxyError::sys(format!("TCP_NOTSENT_LOWAT {lowat}"), e))?;
+                self.lowat = Some(lowat);
+                let relay = (lowat.max(MIN_RELAY) as usize).min(self.max_relay);
+                io.with_relay(|r| r.set_cap(self.dir, relay));
+            }
+        }
+        if let (Some(cap), Some(lowat)) = (d.link_cap, self.lowat) {
+            // The kernel doubles SO_SNDBUF.
+            let want = ((cap as f64 + lowat as f64) * self.send_overhead / 2.0) as u32;
+            if moved(self.snd_buf, want) {
+                setsockopt(&sat.as_fd(), sockopt::SndBufForce, &(want as usize))
+                    .map_err(|e| ProxyError::sys(format!("SO_SNDBUFFORCE {want}"), e.into()))?;
+                self.snd_buf = Some(want);
+            }
+        }
+        if let Some(rb) = d.rcv_buf {
+            // Never below half the last value per period: bytes the kernel already promised
+            // the sender must still fit.
+            let rb = ((rb as f64 * self.recv_overhead / 2.0) as u32)
+                .max(self.rcv_buf.map_or(0, |l| l / 2));
+            if moved(self.rcv_buf, rb) {
+                setsockopt(&sender.as_fd(), sockopt::RcvBufForce, &(rb as usize))
+                    .map_err(|e| ProxyError::sys(format!("SO_RCVBUFFORCE {rb}"), e.into()))?;
+                self.rcv_buf = Some(rb);
+            }
+        }
+        backend.apply(&self.controlled(sender), up, w)
+    }
+
+    /// The flow ends: the back-end forgets it.
+    pub fn release(&self, io: &FlowIo) {
+        let s = io.sock(self.dir.source()).get_ref();
+        if let Some(b) = &self.backend {
+            b.release(&self.controlled(s));
+        }
+    }
+}
+
+fn info(s: &Socket) -> Option<TcpInfo> {
+    let b = sys::tcp_info_bytes(s.as_fd()).ok()?;
+    TcpInfo::parse(&b)
+}
