@@ -19,6 +19,8 @@ pub enum ProxyError {
     Nft { what: String, stderr: String },
     #[error(transparent)]
     Cmd(#[from] IoError),
+    #[error("StarPEP eBPF back-end: {0}")]
+    Ebpf(#[from] starpep_ebpf::EbpfError),
 }
 
 impl ProxyError {

@@ -17,6 +17,7 @@ mod sockopt;
 mod state;
 mod sys;
 pub mod window;
+mod window_ebpf;
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -38,6 +39,7 @@ use control::ControlLog;
 use netcfg::NetCfg;
 use state::Shared;
 use window::{ClampBackend, WindowBackend};
+use window_ebpf::EbpfBackend;
 
 /// What the daemon tells the PEP.
 #[derive(Debug, Clone)]
@@ -125,7 +127,8 @@ impl Pep {
             .starpep
             .as_ref()
             .filter(|sp| sp.apply)
-            .map(|sp| select_backend(sp, &plan));
+            .map(|sp| select_backend(sp, &plan))
+            .transpose()?;
         let shrink = window.as_ref().is_some_and(|w| w.name() == "clamp");
         let net = {
             let plan = plan.clone();
@@ -278,15 +281,27 @@ impl Drop for PepHandle {
 }
 
 /// The StarPEP window back-end for `WindowControl`: eBPF where it loads (`auto`, `ebpf`), the
-/// socket clamp otherwise (`auto` says why in one log line).
-fn select_backend(sp: &crate::pep::StarpepPlan, _plan: &Plan) -> Arc<dyn WindowBackend> {
+/// socket clamp otherwise (`auto` says why in one log line; `ebpf` fails the start).
+fn select_backend(
+    sp: &crate::pep::StarpepPlan,
+    plan: &Plan,
+) -> Result<Arc<dyn WindowBackend>, ProxyError> {
     use crate::config::WindowControl;
-    match sp.window_control {
-        WindowControl::Clamp | WindowControl::Auto | WindowControl::Ebpf => {
-            tracing::info!("StarPEP window back-end: socket clamp (TCP_WINDOW_CLAMP)");
-            Arc::new(ClampBackend)
-        }
-    }
+    let clamp = || -> Arc<dyn WindowBackend> {
+        tracing::info!("StarPEP window back-end: socket clamp (TCP_WINDOW_CLAMP)");
+        Arc::new(ClampBackend)
+    };
+    Ok(match sp.window_control {
+        WindowControl::Clamp => clamp(),
+        WindowControl::Ebpf => Arc::new(EbpfBackend::start(plan)?),
+        WindowControl::Auto => match EbpfBackend::start(plan) {
+            Ok(b) => Arc::new(b),
+            Err(e) => {
+                tracing::warn!("{e}; falling back to the socket clamp");
+                clamp()
+            }
+        },
+    })
 }
 
 /// Flows hold two sockets and two pipes each: lift the soft descriptor limit to the hard one.

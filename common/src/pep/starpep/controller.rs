@@ -144,7 +144,7 @@ pub struct Decision {
     /// In-flight cap of the satellite socket (`C × (base RTT + LinkQueue)`, C the recent
     /// maximum of `R_down`).
     pub link_cap: Option<u32>,
-    /// Unsent bytes the satellite socket should keep ready (`R_down × QueueLow`, ≥ 4 MSS).
+    /// Unsent bytes the satellite socket should keep ready (`R_down × QueueLow / 2`, ≥ 4 MSS).
     pub sat_lowat: Option<u32>,
     /// Base RTT of the satellite segment.
     pub sat_base: Option<Duration>,
@@ -283,7 +283,7 @@ impl Controller {
             }
             _ => None,
         };
-        let sat_lowat = (q_low as u32).max(4 * sat_mss);
+        let sat_lowat = ((q_low / 2.0) as u32).max(4 * sat_mss);
         Decision {
             window: Some(w),
             w_base,

@@ -105,7 +105,7 @@ impl RateEstimator {
 /// in it, is only seen when the queue is drained, so the controller drains the link (in-flight
 /// cap at [`DRAIN_GAIN`] × `R_down × base`) during each reconfiguration guard/probe and at least
 /// every [`LINK_PROBE_EVERY`]; the minimum over that drain replaces the old base (BBR's
-/// PROBE_RTT, with a fifth of the window cut instead of all but four segments).
+/// PROBE_RTT, with 30 % of the window cut instead of all but four segments).
 #[derive(Debug, Clone, Default)]
 pub struct BaseRtt {
     base_us: Option<u32>,
@@ -117,7 +117,7 @@ pub struct BaseRtt {
 
 /// In-flight cap during a drain, as a fraction of `R_down × base`: below one, so a base that
 /// holds some queue still drains and is corrected at the next drain.
-pub const DRAIN_GAIN: f64 = 0.8;
+pub const DRAIN_GAIN: f64 = 0.7;
 /// The longest time between two drains of the satellite segment.
 pub const LINK_PROBE_EVERY: Duration = Duration::from_secs(4);
 /// Length of a periodic drain, in base RTTs (at least [`LINK_PROBE_MIN`]).

@@ -370,12 +370,12 @@ fn receive_buffer_bound_is_window_plus_the_queue_target() {
     let d = window(cfg(|s| s.alpha = 1.0), 0);
     // W + Q_low = 126 448 + 12 500.
     assert_eq!(d.rcv_buf, Some(125_000 + MSS + 12_500));
-    assert_eq!(d.sat_lowat, Some(12_500));
+    assert_eq!(d.sat_lowat, Some(6_250));
 }
 
 #[test]
 fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
-    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    let mut c = Controller::new(cfg(|s| s.link_queue = ms(5)), ms(T));
     let mut s = samples(0);
     s.sat.as_mut().unwrap().srtt_us = 20_000;
     let d = c.on_samples(ms(T), &s);
@@ -388,9 +388,9 @@ fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
         let d = c.on_samples(ms(t), &s);
         caps.push((d.link_probe, d.link_cap.unwrap()));
     }
-    // 5 ms queue target: 25 ms of R; 4/5 of the base during the drains.
+    // 5 ms queue target: 25 ms of R; 0.7 of the base during the drains.
     assert!(caps.iter().any(|&(p, cap)| !p && cap == 156_250));
-    assert!(caps.iter().any(|&(p, cap)| p && cap == 100_000));
+    assert!(caps.iter().any(|&(p, cap)| p && cap == 87_500));
     let drains = caps.windows(2).filter(|w| !w[0].0 && w[1].0).count();
     // 5 s of ticks: a drain every 4 s (the first at once).
     assert!((1..=2).contains(&drains), "{drains}");
