@@ -286,7 +286,7 @@ impl Plan {
             starpep: (pep.mode == PepMode::Starpep || pep.starpep.control_log.is_some()).then(
                 || StarpepPlan {
                     apply: pep.mode == PepMode::Starpep,
-                    params: Params::new(&pep.starpep),
+                    params: Params::new(&pep.starpep, pep.link_rate_bps, pep.link_rtt),
                     window_control: pep.starpep.window_control,
                     control_log: pep.starpep.control_log.clone(),
                     dir: match role {

@@ -115,6 +115,8 @@ const OVERHEAD_MIN_SAMPLE: u32 = 4 * 1024;
 const OVERHEAD_GAIN: f64 = 0.05;
 /// A buffer value is rewritten only when it moves by more than 1/8.
 const SLACK: f64 = 0.125;
+/// The smallest `SO_RCVBUF` the controller sets (the kernel doubles it).
+const MIN_RCVBUF: u32 = 16 * 1024;
 /// The controlled direction's relay size: the satellite socket's low-water mark, at least this.
 const MIN_RELAY: u32 = 8 * 1024;
 
@@ -148,6 +150,7 @@ pub struct FlowControl {
     rcv_buf: Option<u32>,
     snd_buf: Option<u32>,
     lowat: Option<u32>,
+    window: Option<u32>,
     send_overhead: f64,
     recv_overhead: f64,
     warned: bool,
@@ -184,6 +187,7 @@ impl FlowControl {
             rcv_buf: None,
             snd_buf: None,
             lowat: None,
+            window: None,
             send_overhead: SEND_OVERHEAD0,
             recv_overhead: RECV_OVERHEAD0,
             warned: false,
@@ -214,7 +218,8 @@ impl FlowControl {
         if let Ok(m) = sys::mem_info(sat.as_fd()) {
             smooth(&mut self.send_overhead, m.wmem_queued, outq);
         }
-        if let Ok(m) = sys::mem_info(sender.as_fd()) {
+        let sender_mem = sys::mem_info(sender.as_fd()).ok();
+        if let Some(m) = sender_mem {
             smooth(&mut self.recv_overhead, m.rmem_alloc, unread);
         }
         let notsent = sat_info.and_then(|i| i.notsent_bytes).unwrap_or(0);
@@ -246,7 +251,7 @@ impl FlowControl {
         let name = match &self.backend {
             Some(b) => {
                 let b = b.clone();
-                if let Err(e) = self.apply(io, &*b, sender, sat, up_info.as_ref(), &d) {
+                if let Err(e) = self.apply(io, &*b, sender, sat, up_info.as_ref(), sender_mem, &d) {
                     if !self.warned {
                         tracing::warn!("window control: {e}");
                         self.warned = true;
@@ -266,6 +271,7 @@ impl FlowControl {
         sender: &Socket,
         sat: &Socket,
         up: Option<&TcpInfo>,
+        mem: Option<sys::MemInfo>,
         d: &Decision,
     ) -> Result<(), ProxyError> {
         let (Some(w), Some(up)) = (d.window, up) else {
@@ -278,6 +284,8 @@ impl FlowControl {
                 self.lowat = Some(lowat);
                 let relay = (lowat.max(MIN_RELAY) as usize).min(self.max_relay);
                 io.with_relay(|r| r.set_cap(self.dir, relay));
+                io.unsent_limit[self.dir as usize]
+                    .store(lowat, std::sync::atomic::Ordering::Relaxed);
             }
         }
         if let (Some(cap), Some(lowat)) = (d.link_cap, self.lowat) {
@@ -290,17 +298,32 @@ impl FlowControl {
             }
         }
         if let Some(rb) = d.rcv_buf {
-            // Never below half the last value per period: bytes the kernel already promised
-            // the sender must still fit.
-            let rb = ((rb as f64 * self.recv_overhead / 2.0) as u32)
-                .max(self.rcv_buf.map_or(0, |l| l / 2));
+            // In skb memory (the kernel doubles SO_RCVBUF), with one more window of room: the
+            // kernel sizes its window with its own estimate of the payload/memory ratio, and a
+            // segment that overshoots is dropped (the sender then waits for a 200 ms RTO).
+            let want = (((rb as f64 + w as f64) * self.recv_overhead / 2.0) as u32).max(MIN_RCVBUF);
+            // Lowering it below what the kernel already let the sender send would drop those
+            // segments (and a 200 ms RTO would stall the sender): the buffer never goes below
+            // what is queued plus the window last advertised.
+            // (The sender saw at most the window we last applied: the kernel's own may be
+            // larger under the eBPF rewrite.)
+            let seen = up.rcv_wnd.unwrap_or(0).min(self.window.unwrap_or(u32::MAX));
+            let promised =
+                mem.map_or(0, |m| m.rmem_alloc) as f64 + seen as f64 * self.recv_overhead;
+            let floor = (promised / 2.0) as u32;
+            let rb = match self.rcv_buf {
+                Some(last) if want < last => want.max(floor).min(last),
+                _ => want,
+            };
             if moved(self.rcv_buf, rb) {
                 setsockopt(&sender.as_fd(), sockopt::RcvBufForce, &(rb as usize))
                     .map_err(|e| ProxyError::sys(format!("SO_RCVBUFFORCE {rb}"), e.into()))?;
                 self.rcv_buf = Some(rb);
             }
         }
-        backend.apply(&self.controlled(sender), up, w)
+        backend.apply(&self.controlled(sender), up, w)?;
+        self.window = Some(w);
+        Ok(())
     }
 
     /// The flow ends: the back-end forgets it.

@@ -92,12 +92,19 @@ async fn relay_flow(
         return (relay.state(), 0, 0);
     }
     relay.on(Event::Connected, Instant::now());
-    let quick_ack = plan.opts(plan.satellite_side).quick_ack;
+    let mut quick_ack = [false; 2];
+    quick_ack[plan.satellite_side as usize] = plan.opts(plan.satellite_side).quick_ack;
+    // StarPEP: the sender's window is a few segments, so a delayed ACK (up to 40 ms) would
+    // stall it (and its tail-loss probes resend what already arrived): ACK at once.
+    if let Some(sp) = plan.starpep.as_ref().filter(|s| s.apply) {
+        quick_ack[sp.dir.source() as usize] = true;
+    }
     let io = FlowIo {
         accepted,
         connected,
         relay: std::sync::Mutex::new(relay),
-        quick_ack: quick_ack.then_some(plan.satellite_side),
+        quick_ack,
+        unsent_limit: Default::default(),
     };
     let ccs = [
         sockopt::congestion_name(io.accepted.get_ref()),
@@ -136,6 +143,10 @@ async fn relay_flow(
         ),
         None => None,
     };
+    // The first tick before any byte is relayed: the bounds hold from the first segment.
+    if let Some(c) = control.as_mut() {
+        control_tick(shared, &io, c, id);
+    }
     supervise(shared, &io, &refresh, control.as_mut(), id).await;
     if let Some(c) = &control {
         c.release(&io);

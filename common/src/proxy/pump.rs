@@ -8,6 +8,7 @@
 
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -17,6 +18,9 @@ use socket2::Socket;
 use tokio::io::unix::AsyncFd;
 
 use crate::pep::{Action, Actions, Dir, Event, Relay, Side};
+
+/// How often a direction held at its unsent limit looks again.
+const UNSENT_POLL: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// How flows move bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -40,8 +44,12 @@ pub struct FlowIo {
     pub accepted: AsyncFd<Socket>,
     pub connected: AsyncFd<Socket>,
     pub relay: Mutex<Relay>,
-    /// Re-arm TCP_QUICKACK on this side after each read.
-    pub quick_ack: Option<Side>,
+    /// Re-arm TCP_QUICKACK after each read on these sides (`[accepted, connected]`).
+    pub quick_ack: [bool; 2],
+    /// Per direction (`[up, down]`): at most this many unsent bytes in the sink socket (0: no
+    /// limit). The window controller keeps the satellite socket's send queue short; the
+    /// kernel's `TCP_NOTSENT_LOWAT` alone lets a write fill a 64 KB segment past it.
+    pub unsent_limit: [AtomicU32; 2],
 }
 
 impl FlowIo {
@@ -82,8 +90,26 @@ impl FlowIo {
         Ok(())
     }
 
+    /// How much of `want` bytes `dir` may write into its sink now (0: wait for it to send).
+    fn write_room(&self, dir: Dir, want: usize) -> usize {
+        let limit = self.unsent_limit[dir as usize].load(Relaxed) as usize;
+        if limit == 0 {
+            return want;
+        }
+        let fd = self.sock(dir.sink()).get_ref().as_fd();
+        let unsent = super::sys::unsent_bytes(fd).unwrap_or(0) as usize;
+        want.min(limit.saturating_sub(unsent))
+    }
+
+    /// Waits while the sink holds its unsent limit. The kernel sent nothing to wake us (it
+    /// was never asked for more than it had room for), so this polls: the limit is a few
+    /// segments, which the socket sends within about a millisecond.
+    async fn wait_room(&self) {
+        tokio::time::sleep(UNSENT_POLL).await;
+    }
+
     fn after_read(&self, side: Side) {
-        if self.quick_ack == Some(side) {
+        if self.quick_ack[side as usize] {
             let _ = self.sock(side).get_ref().set_tcp_quickack(true);
         }
     }
@@ -169,12 +195,18 @@ pub async fn splice_dir(io: &FlowIo, dir: Dir, pipe: &Pipe) -> Result<(), Failur
                 break;
             }
             let mut g = dst.writable().await.map_err(dst_fail)?;
+            let room = io.write_room(dir, left);
+            if room == 0 {
+                drop(g);
+                io.wait_room().await;
+                continue;
+            }
             match splice(
                 pipe.r.as_fd(),
                 None,
                 dst.get_ref().as_fd(),
                 None,
-                left,
+                room,
                 FLAGS,
             ) {
                 Ok(n) => {
@@ -235,7 +267,13 @@ pub async fn copy_dir(io: &FlowIo, dir: Dir, cap: usize) -> Result<(), Failure> 
                 side: dst_side,
                 error,
             })?;
-            match g.get_inner().send(&buf[off..n]) {
+            let room = io.write_room(dir, n - off);
+            if room == 0 {
+                drop(g);
+                io.wait_room().await;
+                continue;
+            }
+            match g.get_inner().send(&buf[off..off + room]) {
                 Ok(w) => {
                     off += w;
                     let a = io.event(Event::Written { dir, n: w });

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ProbeWindow, Starpep};
+use crate::config::{ProbeWindow, Reconfig, Starpep};
 use crate::reconfig::ReconfigSchedule;
 
 use super::estimate::{rtt_up, BaseRtt, RateEstimator, DRAIN_GAIN};
@@ -27,6 +27,14 @@ use super::phase::{Phase, PhaseAt, Phases};
 pub const CONTROL_PERIOD: Duration = Duration::from_millis(5);
 /// Period of a flow that moved nothing in the controlled direction since the last tick.
 pub const IDLE_PERIOD: Duration = Duration::from_millis(50);
+/// A flow with less than this fraction of its in-flight cap out is limited by its own window,
+/// not by the link.
+pub const CAP_BINDING: f64 = 0.75;
+/// Above this satellite RTT a path is not LEO (GEO is 500 ms or more): `Reconfig = starlink`
+/// does not shape it.
+pub const LEO_MAX_RTT: Duration = Duration::from_millis(150);
+/// The satellite segment's queue target is at least this fraction of its base RTT.
+pub const LINK_QUEUE_PER_RTT: f64 = 0.25;
 /// Segment size assumed until the kernel reports one.
 const DEFAULT_MSS: u32 = 1448;
 
@@ -40,11 +48,21 @@ pub struct Params {
     pub probe_window: ProbeWindow,
     pub link_queue: Duration,
     pub phases: Phases,
+    /// The configured satellite link (`LinkRate` in bytes/s, `LinkRtt`): what the controller
+    /// assumes until the flow has measured its own.
+    pub link_rate: f64,
+    pub link_rtt: Duration,
+    /// The schedule is Starlink's: it only shapes LEO paths ([`LEO_MAX_RTT`]).
+    pub leo_only: bool,
 }
 
 impl Params {
-    pub fn new(cfg: &Starpep) -> Params {
+    /// From the StarPEP keys and the `[PEP]` section's `LinkRate` (bit/s) and `LinkRtt`.
+    pub fn new(cfg: &Starpep, link_rate_bps: u64, link_rtt: Duration) -> Params {
         Params {
+            link_rate: link_rate_bps as f64 / 8.0,
+            link_rtt,
+            leo_only: cfg.reconfig == Reconfig::Starlink,
             alpha: cfg.alpha,
             beta: cfg.beta,
             queue_low: cfg.queue_low,
@@ -162,6 +180,7 @@ pub struct Controller {
     mss: u32,
     next: Duration,
     last_window: Option<u32>,
+    last_cap: Option<u32>,
 }
 
 impl Controller {
@@ -174,6 +193,7 @@ impl Controller {
             mss: DEFAULT_MSS,
             next: now,
             last_window: None,
+            last_cap: None,
         }
     }
 
@@ -203,13 +223,19 @@ impl Controller {
         if let Some(sat) = s.sat {
             let srtt = Duration::from_micros(sat.srtt_us as u64);
             let window = RateEstimator::window(srtt);
-            // App-limited: the PEP held nothing for the link. (The kernel's own flag is set
-            // whenever less than a segment is unsent and the send buffer is not full to the
-            // byte, which the in-flight cap makes the rule: it would ratchet R_down up.)
-            let limited = q < self.mss || self.base.drain_effects(now);
+            // Not limited by the link: the PEP held nothing for it (app-limited), the link was
+            // being drained, or far less than the in-flight cap was out (the sender's own
+            // window still opening: a new flow's first round trips deliver a fraction of the
+            // rate). Such intervals only count when they raise R_down. (The kernel's own
+            // app-limited flag is set whenever less than a segment is unsent and the send
+            // buffer is not full to the byte, which the cap makes the rule: unused.)
+            let below_cap = self
+                .last_cap
+                .is_some_and(|c| (sat.inflight as f64) < CAP_BINDING * c as f64);
+            let limited = q < self.mss || self.base.drain_effects(now) || below_cap;
             self.rate
                 .on_sample(now, sat.bytes_acked, sat.delivery_rate, limited, window);
-            self.base.on_sample(sat.srtt_us);
+            self.base.on_sample(now, sat.srtt_us);
             if sat.mss > 0 {
                 sat_mss = sat.mss;
             }
@@ -217,11 +243,26 @@ impl Controller {
         if let Some(up) = s.up.filter(|u| u.rcv_mss > 0) {
             self.mss = up.rcv_mss;
         }
-        let ph = self.p.phases.at(now);
+        let mut ph = self.p.phases.at(now);
+        if self.p.leo_only && self.base.get().is_some_and(|b| b > LEO_MAX_RTT) {
+            // Starlink's reconfigurations concern LEO paths, not a GEO flow through the same
+            // PEP.
+            ph = Phases {
+                schedule: None,
+                ..self.p.phases
+            }
+            .at(now);
+        }
         let forced = matches!(ph.phase, Phase::Guard | Phase::Probe);
         let link_probe = self.base.tick(now, forced);
         self.next = self.deadline(now, &ph, s.active || q > 0);
-        let r = self.rate.get();
+        // Until the flow has measured its satellite segment (and while its startup still opens
+        // the window), the configured link stands in where it says more.
+        let configured = Some(self.p.link_rate).filter(|r| *r > 0.0);
+        let r = match (self.rate.get(), configured) {
+            (Some(m), Some(c)) if !self.rate.filled() => Some(m.max(c)),
+            (m, c) => m.or(c),
+        };
         let up_rtt = s.up.and_then(|u| rtt_up(u.rcv_rtt_us, u.rtt_us));
         let (Some(r), Some(rtt)) = (r, up_rtt) else {
             self.last_window = None;
@@ -267,15 +308,18 @@ impl Controller {
         self.last_window = Some(w);
         let rcv_buf = w.saturating_add((q_low as u32).max(w_r));
         let base = self.base.get();
-        let c = self.rate.capacity().unwrap_or(r);
-        let link_cap = match base {
+        let c = self.rate.capacity().map_or(r, |c| c.max(r));
+        let link_cap = match base.or(Some(self.p.link_rtt)) {
             Some(b) if !self.p.link_queue.is_zero() => {
+                // The queue target grows with long paths: room to grow by a quarter per round
+                // trip (a GEO flow would otherwise add 10 ms per 500 ms round).
+                let g = self.p.link_queue.max(b.mul_f64(LINK_QUEUE_PER_RTT));
                 let inflight = if link_probe {
                     b.mul_f64(DRAIN_GAIN)
                 } else if ph.phase == Phase::Recover {
-                    b + self.p.link_queue.mul_f64(ph.ramp)
+                    b + g.mul_f64(ph.ramp)
                 } else {
-                    b + self.p.link_queue
+                    b + g
                 };
                 let floor = self.p.probe_window.bytes(sat_mss);
                 let cap = (c * inflight.as_secs_f64()).min(u32::MAX as f64) as u32;
@@ -284,6 +328,7 @@ impl Controller {
             _ => None,
         };
         let sat_lowat = ((q_low / 2.0) as u32).max(4 * sat_mss);
+        self.last_cap = link_cap;
         Decision {
             window: Some(w),
             w_base,

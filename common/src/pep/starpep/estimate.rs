@@ -23,7 +23,23 @@ pub struct RateEstimator {
     hist: std::collections::VecDeque<(Duration, u64, bool)>,
     /// Decreasing `(time, R)` candidates of the windowed maximum of `R` ([`Self::capacity`]).
     peaks: std::collections::VecDeque<(Duration, f64)>,
+    /// Startup (BBR's full-bandwidth test): until `R` has grown by less than a quarter over
+    /// three averaging windows in a row, a new flow's window is still opening and a lower
+    /// average is no sign of a slower link.
+    full: Option<StartupEnd>,
+    filled: bool,
 }
+
+#[derive(Debug, Clone, Copy)]
+struct StartupEnd {
+    at: Duration,
+    bw: f64,
+    flat: u32,
+}
+
+/// Startup ends after this many averaging windows without a quarter more rate.
+const STARTUP_FLAT_WINDOWS: u32 = 3;
+const STARTUP_GROWTH: f64 = 1.25;
 
 /// The capacity estimate is the maximum of `R_down` over this many averaging windows (one BBR
 /// gain cycle): it holds through the dips of a bursty link and of the sender's own probing.
@@ -69,11 +85,12 @@ impl RateEstimator {
         };
         if let Some((x, limited)) = cand {
             match self.r {
-                Some(cur) if limited && x <= cur => {}
+                Some(cur) if (limited || !self.filled) && x <= cur => {}
                 _ if x > 0.0 => self.r = Some(x),
                 _ => {}
             }
         }
+        self.startup_check(now, window);
         if let Some(r) = self.r {
             while self.peaks.back().is_some_and(|p| p.1 <= r) {
                 self.peaks.pop_back();
@@ -85,6 +102,33 @@ impl RateEstimator {
             }
         }
         self.r
+    }
+
+    fn startup_check(&mut self, now: Duration, window: Duration) {
+        let (Some(r), false) = (self.r, self.filled) else {
+            return;
+        };
+        let f = self.full.get_or_insert(StartupEnd {
+            at: now,
+            bw: r,
+            flat: 0,
+        });
+        if now < f.at + window {
+            return;
+        }
+        f.at = now;
+        if r >= f.bw * STARTUP_GROWTH {
+            f.bw = r;
+            f.flat = 0;
+        } else {
+            f.flat += 1;
+            self.filled = f.flat >= STARTUP_FLAT_WINDOWS;
+        }
+    }
+
+    /// Whether the flow is past its startup (its rate stopped growing).
+    pub fn filled(&self) -> bool {
+        self.filled
     }
 
     /// What the link has shown it carries: the maximum of `R_down` over the last
@@ -118,17 +162,21 @@ pub struct BaseRtt {
 /// In-flight cap during a drain, as a fraction of `R_down × base`: below one, so a base that
 /// holds some queue still drains and is corrected at the next drain.
 pub const DRAIN_GAIN: f64 = 0.7;
-/// The longest time between two drains of the satellite segment.
+/// The longest time between two drains of the satellite segment, and in base RTTs (a drain
+/// lasts a few RTTs: on a GEO path they must be rarer).
 pub const LINK_PROBE_EVERY: Duration = Duration::from_secs(4);
+pub const LINK_PROBE_EVERY_RTTS: u32 = 40;
 /// Length of a periodic drain, in base RTTs (at least [`LINK_PROBE_MIN`]).
-const LINK_PROBE_RTTS: u32 = 3;
+const LINK_PROBE_RTTS: u32 = 2;
 pub const LINK_PROBE_MIN: Duration = Duration::from_millis(30);
 
 impl BaseRtt {
-    pub fn on_sample(&mut self, srtt_us: u32) {
+    pub fn on_sample(&mut self, now: Duration, srtt_us: u32) {
         if srtt_us == 0 {
             return;
         }
+        // A new flow has no queue yet: its first drain is one period away.
+        self.last_probe_end.get_or_insert(now);
         self.base_us = Some(self.base_us.map_or(srtt_us, |b| b.min(srtt_us)));
         if self.probing {
             self.probe_min_us = Some(self.probe_min_us.map_or(srtt_us, |b| b.min(srtt_us)));
@@ -149,9 +197,10 @@ impl BaseRtt {
                 false
             }
             None => {
-                let due = self
-                    .last_probe_end
-                    .is_none_or(|t| now >= t + LINK_PROBE_EVERY);
+                let every = self.get().map_or(LINK_PROBE_EVERY, |b| {
+                    (b * LINK_PROBE_EVERY_RTTS).max(LINK_PROBE_EVERY)
+                });
+                let due = self.last_probe_end.is_none_or(|t| now >= t + every);
                 if due && self.base_us.is_some() && !forced {
                     let len = self.get().map_or(LINK_PROBE_MIN, |b| {
                         (b * LINK_PROBE_RTTS).max(LINK_PROBE_MIN)
@@ -186,9 +235,12 @@ impl BaseRtt {
 
     /// The end of the current periodic drain, or the next one's start.
     pub fn next_event(&self) -> Option<Duration> {
+        let every = self.get().map_or(LINK_PROBE_EVERY, |b| {
+            (b * LINK_PROBE_EVERY_RTTS).max(LINK_PROBE_EVERY)
+        });
         match (self.probe_until, self.last_probe_end) {
             (Some(end), _) => Some(end),
-            (None, Some(t)) => Some(t + LINK_PROBE_EVERY),
+            (None, Some(t)) => Some(t + every),
             (None, None) => None,
         }
     }

@@ -24,7 +24,8 @@ fn cfg(f: impl FnOnce(&mut Starpep)) -> Params {
         ..Starpep::default()
     };
     f(&mut s);
-    Params::new(&s)
+    // A configured link far from the samples' 50 Mbit/s, so tests see which one is used.
+    Params::new(&s, 8_000_000, Duration::from_millis(600))
 }
 
 /// Samples with `q` bytes unread, the link delivering `R`, the sender 20 ms away.
@@ -121,21 +122,27 @@ fn beta_edges() {
 }
 
 #[test]
-fn zero_and_missing_samples_leave_the_flow_uncontrolled() {
+fn zero_and_missing_samples_fall_back_to_the_configured_link() {
+    // Configured: 8 Mbit/s = 1 MB/s, 600 ms.
     let p = cfg(|_| {});
     let mut zero = samples(0);
     zero.sat.as_mut().unwrap().delivery_rate = 0;
     let mut c = Controller::new(p.clone(), ms(T));
     let d = c.on_samples(ms(T), &zero);
-    assert_eq!((d.window, d.rcv_buf, d.link_cap), (None, None, None));
-    assert_eq!(c.window(), None);
+    assert_eq!(d.r_down, 1_000_000.0);
+    assert_eq!(d.w_base, 20_000, "1 MB/s x 20 ms");
+    assert!(d.window.is_some() && d.rcv_buf.is_some());
     let no_sat = FlowSamples {
         sat: None,
         ..samples(0)
     };
-    assert!(window(p.clone(), 0).window.is_some());
     let mut c = Controller::new(p.clone(), ms(T));
-    assert_eq!(c.on_samples(ms(T), &no_sat).window, None);
+    let d = c.on_samples(ms(T), &no_sat);
+    assert_eq!((d.r_down, d.sat_base), (1_000_000.0, None));
+    // The configured RTT sizes the in-flight cap until the link's own is measured:
+    // 1 MB/s x (600 ms + 150 ms, a quarter of it as queue target).
+    assert_eq!(d.link_cap, Some(750_000));
+    // Without RTT_up the flow is not controlled at all.
     let mut no_rtt = samples(0);
     no_rtt.up = Some(UpSample {
         rcv_rtt_us: 0,
@@ -144,8 +151,25 @@ fn zero_and_missing_samples_leave_the_flow_uncontrolled() {
         max_window: None,
     });
     let mut c = Controller::new(p.clone(), ms(T));
-    assert_eq!(c.on_samples(ms(T), &no_rtt).window, None);
-    // Once known, a later zero or missing sample keeps the estimate.
+    let d = c.on_samples(ms(T), &no_rtt);
+    assert_eq!((d.window, d.rcv_buf, d.link_cap), (None, None, None));
+    assert_eq!(c.window(), None);
+    let no_up = FlowSamples {
+        up: None,
+        ..samples(0)
+    };
+    assert_eq!(
+        Controller::new(p.clone(), ms(T))
+            .on_samples(ms(T), &no_up)
+            .window,
+        None
+    );
+    // Without a configured rate either, nothing is controlled until a sample arrives.
+    let mut unconfigured = p.clone();
+    unconfigured.link_rate = 0.0;
+    let mut c = Controller::new(unconfigured, ms(T));
+    assert_eq!(c.on_samples(ms(T), &zero).window, None);
+    // Once measured, a later zero or missing sample keeps the estimate.
     let mut c = Controller::new(p, ms(T));
     c.on_samples(ms(T), &samples(0));
     let d = c.on_samples(ms(T + 5), &zero);
@@ -172,6 +196,8 @@ fn at(t_ms: u64, rate: u64, app_limited: bool) -> FlowSamples {
     sat.bytes_acked = rate * t_ms / 1000;
     // The kernel's flag is not trusted (set whenever less than a segment is unsent).
     sat.app_limited = !app_limited;
+    // Link-limited: the in-flight cap is reached.
+    sat.inflight = 10_000_000;
     sat.delivery_rate = rate * 4 / 3; // the kernel's samples run high: not used once averaged
     s
 }
@@ -202,6 +228,27 @@ fn r_down_is_the_bytes_acked_over_one_rtt() {
         "{}",
         d.r_down
     );
+}
+
+#[test]
+fn a_flow_below_its_in_flight_cap_is_not_link_limited() {
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    for i in 0..=60 {
+        c.on_samples(ms(T + 5 * i), &at(5 * i, R, false));
+    }
+    // A slower interval with little in flight (the sender's window was still opening, or
+    // it lost a segment): R_down holds.
+    let mut acked = R * 300 / 1000;
+    let mut d = None;
+    for i in 61..=80 {
+        acked += R / 4 / 200;
+        let mut s = at(5 * i, R, false);
+        s.sat.as_mut().unwrap().bytes_acked = acked;
+        s.sat.as_mut().unwrap().inflight = 1000;
+        d = Some(c.on_samples(ms(T + 5 * i), &s));
+    }
+    let d = d.unwrap();
+    assert!((d.r_down / R as f64 - 1.0).abs() < 1e-6, "{}", d.r_down);
 }
 
 #[test]
@@ -295,7 +342,7 @@ fn window_never_below_probe_window_nor_above_the_socket_window() {
 }
 
 fn starlink() -> Params {
-    Params::new(&Starpep::default())
+    Params::new(&Starpep::default(), 8_000_000, Duration::from_millis(600))
 }
 
 #[test]
@@ -379,7 +426,7 @@ fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
     let mut s = samples(0);
     s.sat.as_mut().unwrap().srtt_us = 20_000;
     let d = c.on_samples(ms(T), &s);
-    // The first sample starts a drain (no base yet → none; base now known).
+    // The first sample gives the base (the first drain is one period later).
     assert_eq!(d.sat_base, Some(ms(20)));
     let mut t = T;
     let mut caps = Vec::new();
@@ -392,7 +439,7 @@ fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
     assert!(caps.iter().any(|&(p, cap)| !p && cap == 156_250));
     assert!(caps.iter().any(|&(p, cap)| p && cap == 87_500));
     let drains = caps.windows(2).filter(|w| !w[0].0 && w[1].0).count();
-    // 5 s of ticks: a drain every 4 s (the first at once).
+    // 5 s of ticks: a drain every 4 s.
     assert!((1..=2).contains(&drains), "{drains}");
     // A drain that sees a longer path takes it as the new base.
     let mut longer = s;
