@@ -251,7 +251,7 @@ impl FlowControl {
         let name = match &self.backend {
             Some(b) => {
                 let b = b.clone();
-                if let Err(e) = self.apply(io, &*b, sender, sat, up_info.as_ref(), sender_mem, &d) {
+                if let Err(e) = self.apply(io, &*b, up_info.as_ref(), sender_mem, &d) {
                     if !self.warned {
                         tracing::warn!("window control: {e}");
                         self.warned = true;
@@ -268,8 +268,6 @@ impl FlowControl {
         &mut self,
         io: &FlowIo,
         backend: &dyn WindowBackend,
-        sender: &Socket,
-        sat: &Socket,
         up: Option<&TcpInfo>,
         mem: Option<sys::MemInfo>,
         d: &Decision,
@@ -277,6 +275,8 @@ impl FlowControl {
         let (Some(w), Some(up)) = (d.window, up) else {
             return Ok(());
         };
+        let sender = io.sock(self.dir.source()).get_ref();
+        let sat = io.sock(self.dir.sink()).get_ref();
         if let Some(lowat) = d.sat_lowat {
             if moved(self.lowat, lowat) {
                 sat.set_tcp_notsent_lowat(lowat)
