@@ -50,14 +50,54 @@ pub fn in_ns<T: Send + 'static>(
 }
 
 pub fn listen(topo: &Topology, node: Node, addr: SocketAddr) -> TcpListener {
-    in_ns(topo, node, move || {
-        TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"))
-    })
+    listen_cc(topo, node, addr, None)
 }
 
 pub fn connect(topo: &Topology, node: Node, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    connect_cc(topo, node, addr, None)
+}
+
+/// A TCP socket in `node` with congestion control `cc` (the namespaces' default is bbr and
+/// cannot be changed there; root may set it per socket).
+fn tcp_socket(addr: SocketAddr, cc: Option<&str>) -> socket2::Socket {
+    let dom = if addr.is_ipv4() {
+        socket2::Domain::IPV4
+    } else {
+        socket2::Domain::IPV6
+    };
+    let s = socket2::Socket::new(dom, socket2::Type::STREAM, None).expect("socket");
+    if let Some(cc) = cc {
+        s.set_tcp_congestion(cc.as_bytes())
+            .unwrap_or_else(|e| panic!("TCP_CONGESTION {cc}: {e}"));
+    }
+    s
+}
+
+/// [`listen`] with the accepted sockets' congestion control set to `cc`.
+pub fn listen_cc(topo: &Topology, node: Node, addr: SocketAddr, cc: Option<&str>) -> TcpListener {
+    let cc = cc.map(str::to_string);
     in_ns(topo, node, move || {
-        TcpStream::connect_timeout(&addr, Duration::from_secs(20))
+        let s = tcp_socket(addr, cc.as_deref());
+        s.set_reuse_address(true).unwrap();
+        s.bind(&addr.into())
+            .unwrap_or_else(|e| panic!("bind {addr}: {e}"));
+        s.listen(128).unwrap();
+        s.into()
+    })
+}
+
+/// [`connect`] with congestion control `cc`.
+pub fn connect_cc(
+    topo: &Topology,
+    node: Node,
+    addr: SocketAddr,
+    cc: Option<&str>,
+) -> std::io::Result<TcpStream> {
+    let cc = cc.map(str::to_string);
+    in_ns(topo, node, move || {
+        let s = tcp_socket(addr, cc.as_deref());
+        s.connect_timeout(&addr.into(), Duration::from_secs(20))?;
+        Ok(s.into())
     })
 }
 
@@ -73,12 +113,20 @@ pub fn raise_nofile() {
 }
 
 /// The shipped config `configs/NAME.conf` with `[PEP]` keys replaced or added (the `[PEP]`
-/// section is the file's last).
+/// section is the file's last). `STARPEP_TEST_MODE=split` (or `starpep`) sets `Mode` unless
+/// `set` does: `scripts/test.sh` runs the PEP tests in both modes.
 pub fn shipped_conf(name: &str, set: &[(&str, &str)]) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../configs/{name}.conf"));
     let mut text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let pep_at = text.find("[PEP]").expect("[PEP] section");
-    for (k, v) in set {
+    let mode = std::env::var("STARPEP_TEST_MODE").ok();
+    let mut set: Vec<(&str, &str)> = set.to_vec();
+    if let Some(m) = mode.as_deref() {
+        if !set.iter().any(|(k, _)| k.eq_ignore_ascii_case("Mode")) {
+            set.insert(0, ("Mode", m));
+        }
+    }
+    for (k, v) in &set {
         let (head, tail) = text.split_at(pep_at);
         let mut found = false;
         let tail: Vec<String> = tail
@@ -167,6 +215,28 @@ impl Daemon {
 
 /// Starts `bin run -c DIR/NAME.conf -v` in `node` with `text`, and waits for its PEP.
 pub fn start(topo: &Topology, node: Node, bin: &'static str, name: &str, text: &str) -> Daemon {
+    start_waiting(topo, node, bin, name, text, true)
+}
+
+/// [`start`] for a config without `[PEP]`: waits until `show` answers.
+pub fn start_plain(
+    topo: &Topology,
+    node: Node,
+    bin: &'static str,
+    name: &str,
+    text: &str,
+) -> Daemon {
+    start_waiting(topo, node, bin, name, text, false)
+}
+
+fn start_waiting(
+    topo: &Topology,
+    node: Node,
+    bin: &'static str,
+    name: &str,
+    text: &str,
+    pep: bool,
+) -> Daemon {
     let conf: PathBuf = topo.tmpdir().join(format!("{name}.conf"));
     std::fs::write(&conf, text).unwrap();
     let path = bin_path(bin);
@@ -199,7 +269,8 @@ pub fn start(topo: &Topology, node: Node, bin: &'static str, name: &str, text: &
                 ],
             )
             .unwrap();
-        if out.status.success() && String::from_utf8_lossy(&out.stdout).contains("\"pep\"") {
+        let up = String::from_utf8_lossy(&out.stdout).contains("\"pep\"") || !pep;
+        if out.status.success() && up {
             return Daemon {
                 proc,
                 node,
@@ -247,7 +318,19 @@ pub struct Transfer {
 /// `bytes` from srv to pc (`down`) or pc to srv, through whatever is in between; the
 /// receiver reads to EOF, then the sender sees EOF too.
 pub fn transfer(topo: &Topology, dst: SocketAddr, bytes: usize, down: bool, seed: u64) -> Transfer {
-    let l = listen(topo, Node::Srv, dst);
+    transfer_cc(topo, dst, bytes, down, seed, None)
+}
+
+/// [`transfer`] with both end hosts on congestion control `cc`.
+pub fn transfer_cc(
+    topo: &Topology,
+    dst: SocketAddr,
+    bytes: usize,
+    down: bool,
+    seed: u64,
+    cc: Option<&str>,
+) -> Transfer {
+    let l = listen_cc(topo, Node::Srv, dst, cc);
     let data = payload(bytes, seed);
     let sent_sha = sha256_hex(&data);
     let srv = std::thread::spawn(move || {
@@ -267,7 +350,7 @@ pub fn transfer(topo: &Topology, dst: SocketAddr, bytes: usize, down: bool, seed
         (peer, got)
     });
     let t0 = Instant::now();
-    let mut c = connect(topo, Node::Pc, dst).expect("connect");
+    let mut c = connect_cc(topo, Node::Pc, dst, cc).expect("connect");
     let connect_time = t0.elapsed();
     let recv = if down {
         let mut v = Vec::with_capacity(bytes);
