@@ -36,6 +36,9 @@ pub struct DemoArgs {
     /// Length of each download, seconds.
     #[arg(long, default_value_t = 20)]
     pub seconds: u64,
+    /// A constant round trip between POP and server (a second satlink), e.g. `20ms`.
+    #[arg(long, default_value = "0ms", value_parser = crate::link::units::parse_duration)]
+    pub server_rtt: Duration,
     /// Setups side by side (plain, wireguard, split, split-cubic, starpep, starpep-clamp,
     /// pep-novpn), comma-separated.
     #[arg(long, default_value = "wireguard,split,starpep", value_delimiter = ',')]
@@ -84,8 +87,13 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Vec<DemoRow>> {
     std::fs::create_dir_all(&scratch)?;
     let profile = retraced(&found, args, &scratch)?;
     let desc = Profile::load(&profile)?.description;
+    let ter = if args.server_rtt.is_zero() {
+        String::new()
+    } else {
+        format!(", {:?} RTT between POP and server", args.server_rtt)
+    };
     println!(
-        "StarPEP-WG demo: {} s download srv -> pc over {} ({desc}), CUBIC end hosts",
+        "StarPEP-WG demo: {} s download srv -> pc over {} ({desc}){ter}, CUBIC end hosts",
         args.seconds, args.profile
     );
     let mut rows = Vec::new();
@@ -180,13 +188,17 @@ fn print_table(rows: &[DemoRow]) {
     }
 }
 
-fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Result<DemoRow> {
+pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Result<DemoRow> {
     let spec = if setup.plain_routes() {
         TopoSpec::satlink().with_plain_routes()
     } else {
         TopoSpec::satlink()
     };
-    let topo = Topology::build(spec)?;
+    let topo = Topology::build(spec.with_server_rtt(args.server_rtt))?;
+    let _ter = match topo.has(Node::Ter) {
+        true => Some(topo.spawn_terrestrial(&sibling_bin("satlink")?)?),
+        false => None,
+    };
     let stats = topo.tmpdir().join("satlink.json");
     let stats_s = stats.display().to_string();
     let mut link = topo.spawn_satlink(
@@ -268,7 +280,16 @@ fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Result<DemoRow>
     let sat: Value = serde_json::from_str(&std::fs::read_to_string(&stats)?)?;
     let chunks = read_samples(&samples)?;
     let ctl = std::fs::read_to_string(&ctl_log).ok();
-    Ok(row(setup, &recv, &send, &sat, &chunks, ctl.as_deref()))
+    let server_owd_ms = args.server_rtt.as_secs_f64() * 500.0;
+    Ok(row(
+        setup,
+        server_owd_ms,
+        &recv,
+        &send,
+        &sat,
+        &chunks,
+        ctl.as_deref(),
+    ))
 }
 
 /// Waits until something listens on TCP `port` in srv.
@@ -345,6 +366,7 @@ pub(crate) fn proxy_queue(log: &str, t0: f64, t1: f64) -> Option<f64> {
 /// Combines the receiver's result with satlink's downlink series over the same interval.
 fn row(
     setup: Setup,
+    server_owd_ms: f64,
     recv: &Value,
     send: &Value,
     sat: &Value,
@@ -368,7 +390,11 @@ fn row(
     };
     let capacity = mean("capacity_mbps");
     let base = BaseDelay::from(&down["base_delay"]);
-    let q = queueing(chunks, &base, replay_start);
+    let mut q = queueing(chunks, &base, replay_start);
+    // The terrestrial path's one-way delay is propagation too.
+    for x in &mut q {
+        *x -= server_owd_ms;
+    }
     let goodput = f(recv, &["goodput_mbps"]);
     DemoRow {
         setup,

@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod demo;
 pub mod iperf;
 pub mod split;
+pub mod sweep;
 pub mod tunnel;
 pub mod vpn;
 

@@ -17,8 +17,10 @@ enum Cmd {
     Tunnel(bench::tunnel::TunnelArgs),
     /// Download time over a satellite link (default geo, 30 MB, CUBIC end hosts): no VPN, WireGuard, WireGuard + split, PEP without VPN; ratio to the ideal.
     Split(bench::split::SplitArgs),
-    /// The main demo: the Starlink trace, WireGuard only vs WireGuard + split, side by side.
+    /// The main demo: the Starlink trace, WireGuard only vs WireGuard + split vs WireGuard + StarPEP, side by side.
     Demo(bench::demo::DemoArgs),
+    /// StarPEP parameter sweeps (α, β, QueueLow × QueueHigh, LinkQueue) as a markdown page.
+    Sweep(bench::sweep::SweepArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -27,5 +29,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Tunnel(a) => bench::tunnel::run(&a).map(|_| ()),
         Cmd::Split(a) => bench::split::run(&a).map(|_| ()),
         Cmd::Demo(a) => bench::demo::run(&a).map(|_| ()),
+        Cmd::Sweep(a) => bench::sweep::run(&a).map(|_| ()),
     }
 }

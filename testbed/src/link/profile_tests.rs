@@ -14,13 +14,14 @@ fn load(name: &str) -> Profile {
     Profile::load(&profiles_dir().join(format!("{name}.toml"))).unwrap()
 }
 
-const SHIPPED: [&str; 6] = [
+const SHIPPED: [&str; 7] = [
     "geo",
     "geo-loss1",
     "leo-10mbit",
     "leo-10mbit-loss1",
     "leo-starlink",
     "leo-starlink-loss1",
+    "leo-starlink-paper",
 ];
 
 #[test]
@@ -48,6 +49,12 @@ fn every_shipped_profile_loads() {
     assert_eq!(geo.up().limit, QueueLimit::Packets(500));
     assert!(geo.is_constant() && geo.reconfig().is_none());
     assert_eq!(load("geo-loss1").up().loss, LossSpec::Bernoulli(0.01));
+    let paper = load("leo-starlink-paper");
+    assert_eq!(paper.down().loss, LossSpec::Bernoulli(0.005));
+    assert_eq!(paper.up().loss, LossSpec::Bernoulli(0.005));
+    let r = paper.reconfig().expect("paper profile has a schedule");
+    assert_eq!(r.outage, Duration::from_millis(50));
+    assert_eq!(r.period, Duration::from_secs(15));
     let sl = load("leo-starlink");
     assert_eq!(sl.up().loss, LossSpec::Bernoulli(0.002));
     assert_eq!(sl.down().loss, LossSpec::None);

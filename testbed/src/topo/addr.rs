@@ -35,3 +35,7 @@ pub const WAN_IF: &str = "wan0";
 pub const SAT_POP_IF: &str = "pop0";
 /// In `sat`: the veth toward the box (satlink's `--right`).
 pub const SAT_BOX_IF: &str = "box0";
+/// In `ter`: the veth toward the POP (the terrestrial satlink's `--left`) ...
+pub const TER_POP_IF: &str = "pop1";
+/// ... and toward the server.
+pub const TER_SRV_IF: &str = "srv1";

@@ -69,7 +69,11 @@ impl Topology {
 
     /// Whether `node` exists in this topology (`Sat` only with [`Wan::Satlink`]).
     pub fn has(&self, node: Node) -> bool {
-        node != Node::Sat || self.spec.wan == Wan::Satlink
+        match node {
+            Node::Sat => self.spec.wan == Wan::Satlink,
+            Node::Ter => self.spec.server_rtt.is_some(),
+            _ => true,
+        }
     }
 
     /// The namespace name of `node` (usable with `ip netns exec`).
@@ -147,6 +151,35 @@ impl Topology {
         self.spawn(Node::Sat, "satlink", &args)
     }
 
+    /// Starts the terrestrial satlink in `ter` (with [`TopoSpec::server_rtt`]): half the RTT
+    /// each way, 10 Gbit/s, a queue that never drops.
+    pub fn spawn_terrestrial(&self, satlink_bin: &Path) -> Result<Proc, TopoError> {
+        self.require(Node::Ter)?;
+        let rtt = self.spec.server_rtt.unwrap_or_default();
+        let half = format!("{}us", (rtt / 2).as_micros());
+        let text = format!(
+            "description = \"terrestrial path POP - server: {rtt:?} RTT\"\n\
+             [down]\nrate = \"10gbit\"\ndelay = \"{half}\"\nlimit = 100000\n\
+             [up]\nrate = \"10gbit\"\ndelay = \"{half}\"\nlimit = 100000\n"
+        );
+        let profile = self.tmpdir.join("terrestrial.toml");
+        std::fs::write(&profile, text).map_err(|e| TopoError::Io {
+            what: format!("write {}", profile.display()),
+            source: e,
+        })?;
+        let args: Vec<&OsStr> = vec![
+            satlink_bin.as_os_str(),
+            OsStr::new("run"),
+            OsStr::new("--profile"),
+            profile.as_os_str(),
+            OsStr::new("--left"),
+            OsStr::new(TER_SRV_IF),
+            OsStr::new("--right"),
+            OsStr::new(TER_POP_IF),
+        ];
+        self.spawn(Node::Ter, "satlink-ter", &args)
+    }
+
     fn require(&self, node: Node) -> Result<(), TopoError> {
         if self.has(node) {
             Ok(())
@@ -161,7 +194,7 @@ impl Topology {
             cleanup::register(&ns);
             netns::add(&ns)?;
             self.ip(node, &["link", "set", "lo", "up"])?;
-            if node != Node::Sat {
+            if node != Node::Sat && node != Node::Ter {
                 // No duplicate address detection: link-local addresses are usable at once,
                 // so IPv6 works from the first packet instead of after ~1 s of DAD.
                 self.sysctl(
@@ -175,7 +208,29 @@ impl Topology {
         }
         let (pc, bx, pop, srv) = (Node::Pc, Node::Box, Node::Pop, Node::Srv);
         self.veth(pc, LAN_IF, bx, LAN_IF)?;
-        self.veth(srv, LAN_IF, pop, LAN_IF)?;
+        if self.has(Node::Ter) {
+            self.sysctl(
+                Node::Ter,
+                &[
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            )?;
+            self.veth(pop, LAN_IF, Node::Ter, TER_POP_IF)?;
+            self.veth(Node::Ter, TER_SRV_IF, srv, LAN_IF)?;
+            for (n, i) in [(pop, LAN_IF), (srv, LAN_IF)] {
+                self.ethtool(
+                    n,
+                    i,
+                    &["tx", "off", "tso", "off", "gso", "off", "gro", "off"],
+                )?;
+            }
+            for i in [TER_POP_IF, TER_SRV_IF] {
+                self.ethtool(Node::Ter, i, &["gro", "off", "tso", "off", "gso", "off"])?;
+            }
+        } else {
+            self.veth(srv, LAN_IF, pop, LAN_IF)?;
+        }
         match self.spec.wan {
             Wan::Direct => self.veth(bx, WAN_IF, pop, WAN_IF)?,
             Wan::Satlink => {

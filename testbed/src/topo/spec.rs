@@ -34,12 +34,22 @@ pub enum Node {
     Sat,
     /// The operator's POP (POP endpoint, POP-side PEP).
     Pop,
+    /// The terrestrial path between POP and server: a second satlink adds a constant RTT
+    /// (only with [`TopoSpec::server_rtt`]).
+    Ter,
     /// A server on the Internet side of the POP.
     Srv,
 }
 
 impl Node {
-    pub const ALL: [Node; 5] = [Node::Pc, Node::Box, Node::Sat, Node::Pop, Node::Srv];
+    pub const ALL: [Node; 6] = [
+        Node::Pc,
+        Node::Box,
+        Node::Sat,
+        Node::Pop,
+        Node::Ter,
+        Node::Srv,
+    ];
 
     pub fn short(self) -> &'static str {
         match self {
@@ -47,6 +57,7 @@ impl Node {
             Node::Box => "box",
             Node::Sat => "sat",
             Node::Pop => "pop",
+            Node::Ter => "ter",
             Node::Srv => "srv",
         }
     }
@@ -70,6 +81,9 @@ pub struct TopoSpec {
     /// Routes over the WAN between the two LANs (box → 10.2.0.0/24, pop → 10.1.0.0/24, and
     /// the IPv6 pair), for setups without a VPN. Leave off when the tunnel adds its own routes.
     pub plain_routes: bool,
+    /// A constant round trip between POP and server (`pop lan0 <-> ter pop1 | ter srv1 <->
+    /// srv lan0`, satlink in `ter`: [`super::Topology::spawn_terrestrial`]); `None`: a bare veth.
+    pub server_rtt: Option<std::time::Duration>,
 }
 
 impl TopoSpec {
@@ -77,6 +91,7 @@ impl TopoSpec {
         TopoSpec {
             wan: Wan::Direct,
             plain_routes: false,
+            server_rtt: None,
         }
     }
 
@@ -84,11 +99,18 @@ impl TopoSpec {
         TopoSpec {
             wan: Wan::Satlink,
             plain_routes: false,
+            server_rtt: None,
         }
     }
 
     pub fn with_plain_routes(mut self) -> TopoSpec {
         self.plain_routes = true;
+        self
+    }
+
+    /// A constant RTT between POP and server (zero: none).
+    pub fn with_server_rtt(mut self, rtt: std::time::Duration) -> TopoSpec {
+        self.server_rtt = (!rtt.is_zero()).then_some(rtt);
         self
     }
 }

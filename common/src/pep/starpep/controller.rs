@@ -314,7 +314,11 @@ impl Controller {
                 // The queue target grows with long paths: room to grow by a quarter per round
                 // trip (a GEO flow would otherwise add 10 ms per 500 ms round).
                 let g = self.p.link_queue.max(b.mul_f64(LINK_QUEUE_PER_RTT));
-                let inflight = if link_probe {
+                let inflight = if forced {
+                    // Around a reconfiguration: no queue target, so the instant finds the
+                    // link's queue empty (the sender's window does the rest).
+                    b
+                } else if link_probe {
                     b.mul_f64(DRAIN_GAIN)
                 } else if ph.phase == Phase::Recover {
                     b + g.mul_f64(ph.ramp)
