@@ -15,7 +15,8 @@ cargo test --release --workspace --locked -- "$@"
 # The split tests of the PEP again with plain splitting (the shipped configs run StarPEP).
 if [ $# -eq 0 ]; then
   STARPEP_TEST_MODE=split cargo test --release --locked -p starpep-tests \
-    --test netns_pep_transfer --test netns_pep_edges --test netns_pep_scale
+    --test netns_pep_transfer --test netns_pep_edges --test netns_pep_scale \
+    --test netns_pep_own_port
 fi
 left=$(ip netns list | awk '$1 ~ /^sp[0-9]+x[0-9]+-/ {print $1}')
 if [ -n "$left" ]; then

@@ -94,7 +94,7 @@ impl Starpep {
     pub const DEFAULT_PROBE: Duration = Duration::from_millis(200);
     pub const DEFAULT_RECOVER: Duration = Duration::from_millis(300);
     pub const DEFAULT_PROBE_WINDOW: ProbeWindow = ProbeWindow::Segments(4);
-    pub const DEFAULT_LINK_QUEUE: Duration = Duration::from_millis(10);
+    pub const DEFAULT_LINK_QUEUE: Duration = Duration::from_millis(15);
     /// Starlink's schedule: every 15 s, 12 s past each multiple of 15 s (UTC).
     pub const STARLINK_PERIOD: Duration = Duration::from_secs(15);
     pub const STARLINK_OFFSET: Duration = Duration::from_secs(12);

@@ -256,12 +256,12 @@ fn readme_examples_parse_as_documented() {
         .skip(1)
         .map(|b| b.split("```").next().unwrap())
         .collect();
-    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks.len(), 3);
     let from_disk = load(&configs_dir().join("box.conf")).unwrap();
     let c = ok(blocks[0]);
     assert_eq!(c.interface, from_disk.interface);
     assert_eq!(c.peers[0].allowed_ips, from_disk.peers[0].allowed_ips);
-    let p = ok(&blocks.concat()).pep.unwrap();
+    let p = ok(&format!("{}{}", blocks[0], blocks[1])).pep.unwrap();
     assert_eq!(p.mode, PepMode::Split);
     assert_eq!(
         p.bypass,
@@ -269,4 +269,8 @@ fn readme_examples_parse_as_documented() {
     );
     // The figure the README gives for geo: 2 × 10 Mbit/s / 8 × 500 ms.
     assert_eq!(p.segment_buffer_bytes(), 1_250_000);
+    // The StarPEP example spells out the defaults.
+    let sp = ok(&format!("{}{}", blocks[0], blocks[2])).pep.unwrap();
+    assert_eq!(sp.mode, PepMode::Starpep);
+    assert_eq!(sp.starpep, crate::config::Starpep::default());
 }

@@ -51,7 +51,7 @@ fn documented_defaults() {
     assert_eq!(s.probe_window, ProbeWindow::Segments(4));
     assert_eq!(s.probe_window.bytes(1448), 5792);
     assert_eq!(s.window_control, WindowControl::Auto);
-    assert_eq!(s.link_queue, ms(10));
+    assert_eq!(s.link_queue, ms(15));
     assert_eq!(s.control_log, None);
 }
 

@@ -18,6 +18,8 @@ pub const ENABLED_SET: &str = "enabled";
 pub const OVERFLOW_COUNTER: &str = "overflow";
 /// Counter of intercepted SYNs (TPROXY'd).
 pub const INTERCEPTED_COUNTER: &str = "intercepted";
+/// Counter of connections refused at the listener's own port (not steered there by TPROXY).
+pub const OWN_PORT_COUNTER: &str = "own_port";
 
 fn quoted_list(names: &[String]) -> String {
     let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
@@ -86,6 +88,7 @@ pub fn ruleset(p: &Plan) -> String {
     );
     let _ = writeln!(s, "  counter {OVERFLOW_COUNTER} {{ }}");
     let _ = writeln!(s, "  counter {INTERCEPTED_COUNTER} {{ }}");
+    let _ = writeln!(s, "  counter {OWN_PORT_COUNTER} {{ }}");
     let _ = writeln!(
         s,
         "  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;"
@@ -126,6 +129,18 @@ pub fn ruleset(p: &Plan) -> String {
         );
     }
     let _ = writeln!(s, "  }}");
+    // Only TPROXY-steered flows reach the listener: a connection addressed to the PEP's own
+    // port (from the LAN, through the tunnel, or local) would become a "split flow" to the
+    // PEP itself and hold a slot for minutes of SYN retries. TPROXY'd packets keep their
+    // original port and carry the mark (so do later packets of flows whose original port is
+    // this one, through the `socket transparent` rule); everything else to the port is
+    // refused as a closed port would be.
+    let _ = writeln!(
+        s,
+        "  chain input {{\n    type filter hook input priority mangle; policy accept;\n    \
+         meta l4proto tcp tcp dport {port} meta mark != {mark} counter name {OWN_PORT_COUNTER} \
+         reject with tcp reset\n  }}"
+    );
     if let Some((dev, mtu)) = &p.mss_clamp {
         // Unsplit TCP (bypass, overflow, PEP off on the peer) through the tunnel: the SYN going
         // in takes the route MTU; the SYN-ACK coming out is capped to the tunnel MTU.

@@ -186,6 +186,11 @@ fn ruleset_orders_the_transparent_rule_first_and_tproxies_only_syns() {
     ));
     assert!(text.contains("meta nfproto ipv4 tcp flags & (syn | rst) == syn tcp option maxseg size > 1380 tcp option maxseg size set 1380"));
     assert!(text.contains("size > 1360 tcp option maxseg size set 1360"));
+    // The listener's own port refuses what TPROXY did not steer there.
+    assert!(text.contains(
+        "type filter hook input priority mangle; policy accept;\n    meta l4proto tcp tcp dport \
+         8399 meta mark != 0x5350 counter name own_port reject with tcp reset"
+    ));
     assert_eq!(text.matches('{').count(), text.matches('}').count());
 }
 

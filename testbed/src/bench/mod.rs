@@ -3,6 +3,7 @@
 //! `split` the download time over a satellite link with and without VPN and PEP, `demo`
 //! the README's main job (LEO trace, VPN only vs VPN + PEP, side by side).
 
+pub mod cost;
 pub mod cpu;
 pub mod demo;
 pub mod iperf;

@@ -179,7 +179,10 @@ pub struct Run {
 }
 
 /// Runs `f` on a thread inside `ns` (sockets it opens live there).
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
+pub(crate) fn in_ns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
     let path = format!("/run/netns/{ns}");
     std::thread::spawn(move || -> anyhow::Result<T> {
         let fd = std::fs::File::open(&path)?;

@@ -19,6 +19,8 @@ enum Cmd {
     Split(bench::split::SplitArgs),
     /// The main demo: the Starlink trace, WireGuard only vs WireGuard + split vs WireGuard + StarPEP, side by side.
     Demo(bench::demo::DemoArgs),
+    /// CPU cost of the StarPEP controller at many concurrent flows (split vs starpep).
+    ControlCost(bench::cost::CostArgs),
     /// StarPEP parameter sweeps (α, β, QueueLow × QueueHigh, LinkQueue) as a markdown page.
     Sweep(bench::sweep::SweepArgs),
 }
@@ -30,5 +32,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Split(a) => bench::split::run(&a).map(|_| ()),
         Cmd::Demo(a) => bench::demo::run(&a).map(|_| ()),
         Cmd::Sweep(a) => bench::sweep::run(&a).map(|_| ()),
+        Cmd::ControlCost(a) => bench::cost::run(&a).map(|_| ()),
     }
 }
