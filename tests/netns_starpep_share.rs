@@ -11,18 +11,7 @@ use common::*;
 use sp::*;
 use starpep_tests::{addr, require_root};
 
-/// Jain's fairness index (Σx)² / (n·Σx²).
-fn jain(x: &[f64]) -> f64 {
-    let s: f64 = x.iter().sum();
-    let s2: f64 = x.iter().map(|v| v * v).sum();
-    s * s / (x.len() as f64 * s2)
-}
-
-#[test]
-fn jain_index_is_one_for_equal_shares_and_one_over_n_for_one_taker() {
-    assert!((jain(&[3.0, 3.0, 3.0, 3.0]) - 1.0).abs() < 1e-12);
-    assert!((jain(&[5.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
-}
+use starpep_testbed::suite::quality::jain;
 
 #[test]
 fn four_downloads_share_the_link_fairly() {
@@ -46,7 +35,7 @@ fn four_downloads_share_the_link_fairly() {
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let j = jain(&goodputs);
+    let j = jain(&goodputs).expect("goodputs");
     eprintln!("goodputs {goodputs:?} Mbit/s, Jain {j:.3}");
     assert!(j >= 0.9, "Jain's index {j:.3} over {goodputs:?}");
     let controlled = records(&b.pop_log)

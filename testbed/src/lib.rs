@@ -5,5 +5,6 @@ pub mod bench;
 pub mod calibrate;
 pub mod emu;
 pub mod link;
+pub mod suite;
 pub mod tools;
 pub mod topo;
