@@ -33,6 +33,8 @@ pub struct SegmentInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpInfo {
     pub state: u8,
+    /// `tcpi_ca_state`: 0 open, 1 disorder, 2 CWR, 3 recovery, 4 loss.
+    pub ca_state: u8,
     /// `tcpi_snd_wscale` / `tcpi_rcv_wscale` (the 4-bit fields of byte 6).
     pub snd_wscale: u8,
     pub rcv_wscale: u8,
@@ -40,8 +42,9 @@ pub struct TcpInfo {
     pub app_limited: bool,
     pub snd_mss: u32,
     pub rcv_mss: u32,
-    /// Segments sent and not yet acknowledged.
+    /// Segments sent and not yet acknowledged, and of them those deemed lost.
     pub unacked: u32,
+    pub lost: u32,
     /// Receiver-side RTT estimate (µs; 0 until measured).
     pub rcv_rtt_us: u32,
     pub rtt_us: u32,
@@ -61,11 +64,13 @@ pub struct TcpInfo {
 /// Byte offsets in `struct tcp_info`.
 mod off {
     pub const STATE: usize = 0;
+    pub const CA_STATE: usize = 1;
     pub const WSCALE: usize = 6;
     pub const FLAGS: usize = 7;
     pub const SND_MSS: usize = 16;
     pub const RCV_MSS: usize = 20;
     pub const UNACKED: usize = 24;
+    pub const LOST: usize = 32;
     pub const RTT: usize = 68;
     pub const RTTVAR: usize = 72;
     pub const SND_CWND: usize = 80;
@@ -101,12 +106,14 @@ impl TcpInfo {
         let need = |o: usize| u32_at(o).unwrap_or(0);
         Some(TcpInfo {
             state: b[off::STATE],
+            ca_state: b[off::CA_STATE],
             snd_wscale: b[off::WSCALE] & 0x0f,
             rcv_wscale: b[off::WSCALE] >> 4,
             app_limited: b[off::FLAGS] & 1 == 1,
             snd_mss: need(off::SND_MSS),
             rcv_mss: need(off::RCV_MSS),
             unacked: need(off::UNACKED),
+            lost: need(off::LOST),
             rcv_rtt_us: need(off::RCV_RTT),
             rtt_us: need(off::RTT),
             rttvar_us: need(off::RTTVAR),

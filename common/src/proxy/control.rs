@@ -239,6 +239,8 @@ impl FlowControl {
                 srtt_us: i.rtt_us,
                 mss: i.snd_mss,
                 inflight: outq.saturating_sub(notsent),
+                recovering: i.ca_state >= 3,
+                lost_bytes: i.lost.saturating_mul(i.snd_mss),
             }),
             up: up_info.map(|i| UpSample {
                 rcv_rtt_us: i.rcv_rtt_us,

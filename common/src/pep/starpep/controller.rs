@@ -96,6 +96,11 @@ pub struct SatSample {
     pub mss: u32,
     /// Bytes sent and not yet acknowledged (SIOCOUTQ − unsent).
     pub inflight: u32,
+    /// Loss recovery (`tcpi_ca_state` recovery or loss): delivery is held back by lost
+    /// segments, not by the link's rate.
+    pub recovering: bool,
+    /// In-flight bytes deemed lost (`tcpi_lost` segments): they occupy no link.
+    pub lost_bytes: u32,
 }
 
 /// The sender-facing socket's figures (TCP_INFO).
@@ -224,7 +229,8 @@ impl Controller {
             let srtt = Duration::from_micros(sat.srtt_us as u64);
             let window = RateEstimator::window(srtt);
             // Not limited by the link: the PEP held nothing for it (app-limited), the link was
-            // being drained, or far less than the in-flight cap was out (the sender's own
+            // being drained, the socket was recovering from a loss, or far less than the
+            // in-flight cap was out (the sender's own
             // window still opening: a new flow's first round trips deliver a fraction of the
             // rate). Such intervals only count when they raise R_down. (The kernel's own
             // app-limited flag is set whenever less than a segment is unsent and the send
@@ -232,7 +238,8 @@ impl Controller {
             let below_cap = self
                 .last_cap
                 .is_some_and(|c| (sat.inflight as f64) < CAP_BINDING * c as f64);
-            let limited = q < self.mss || self.base.drain_effects(now) || below_cap;
+            let limited =
+                q < self.mss || self.base.drain_effects(now) || below_cap || sat.recovering;
             self.rate
                 .on_sample(now, sat.bytes_acked, sat.delivery_rate, limited, window);
             self.base.on_sample(now, sat.srtt_us);
@@ -326,7 +333,8 @@ impl Controller {
                     b + g
                 };
                 let floor = self.p.probe_window.bytes(sat_mss);
-                let cap = (c * inflight.as_secs_f64()).min(u32::MAX as f64) as u32;
+                let lost = s.sat.map_or(0, |x| x.lost_bytes) as f64;
+                let cap = (c * inflight.as_secs_f64() + lost).min(u32::MAX as f64) as u32;
                 Some(cap.max(floor))
             }
             _ => None,

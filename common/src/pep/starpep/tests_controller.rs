@@ -42,6 +42,8 @@ fn samples(q: u32) -> FlowSamples {
             srtt_us: 25_000,
             mss: MSS,
             inflight: 0,
+            recovering: false,
+            lost_bytes: 0,
         }),
         up: Some(UpSample {
             rcv_rtt_us: 20_000,
@@ -245,6 +247,25 @@ fn a_flow_below_its_in_flight_cap_is_not_link_limited() {
         let mut s = at(5 * i, R, false);
         s.sat.as_mut().unwrap().bytes_acked = acked;
         s.sat.as_mut().unwrap().inflight = 1000;
+        d = Some(c.on_samples(ms(T + 5 * i), &s));
+    }
+    let d = d.unwrap();
+    assert!((d.r_down / R as f64 - 1.0).abs() < 1e-6, "{}", d.r_down);
+}
+
+#[test]
+fn loss_recovery_does_not_lower_r_down() {
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    for i in 0..=60 {
+        c.on_samples(ms(T + 5 * i), &at(5 * i, R, false));
+    }
+    let mut acked = R * 300 / 1000;
+    let mut d = None;
+    for i in 61..=80 {
+        acked += R / 4 / 200;
+        let mut s = at(5 * i, R, false);
+        s.sat.as_mut().unwrap().bytes_acked = acked;
+        s.sat.as_mut().unwrap().recovering = true;
         d = Some(c.on_samples(ms(T + 5 * i), &s));
     }
     let d = d.unwrap();
