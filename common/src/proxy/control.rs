@@ -237,6 +237,7 @@ impl FlowControl {
                 delivery_rate: i.delivery_rate.unwrap_or(0),
                 app_limited: i.app_limited,
                 srtt_us: i.rtt_us,
+                min_rtt_us: i.min_rtt_us.unwrap_or(0),
                 mss: i.snd_mss,
                 inflight: outq.saturating_sub(notsent),
                 recovering: i.ca_state >= 3,

@@ -27,9 +27,6 @@ use super::phase::{Phase, PhaseAt, Phases};
 pub const CONTROL_PERIOD: Duration = Duration::from_millis(5);
 /// Period of a flow that moved nothing in the controlled direction since the last tick.
 pub const IDLE_PERIOD: Duration = Duration::from_millis(50);
-/// A flow with less than this fraction of its in-flight cap out is limited by its own window,
-/// not by the link.
-pub const CAP_BINDING: f64 = 0.75;
 /// Above this satellite RTT a path is not LEO (GEO is 500 ms or more): `Reconfig = starlink`
 /// does not shape it.
 pub const LEO_MAX_RTT: Duration = Duration::from_millis(150);
@@ -90,8 +87,9 @@ pub struct SatSample {
     pub delivery_rate: u64,
     /// `tcpi_delivery_rate_app_limited`.
     pub app_limited: bool,
-    /// `tcpi_rtt`, µs.
+    /// `tcpi_rtt` and `tcpi_min_rtt`, µs.
     pub srtt_us: u32,
+    pub min_rtt_us: u32,
     /// `tcpi_snd_mss`.
     pub mss: u32,
     /// Bytes sent and not yet acknowledged (SIOCOUTQ − unsent).
@@ -185,7 +183,6 @@ pub struct Controller {
     mss: u32,
     next: Duration,
     last_window: Option<u32>,
-    last_cap: Option<u32>,
 }
 
 impl Controller {
@@ -198,7 +195,6 @@ impl Controller {
             mss: DEFAULT_MSS,
             next: now,
             last_window: None,
-            last_cap: None,
         }
     }
 
@@ -229,20 +225,16 @@ impl Controller {
             let srtt = Duration::from_micros(sat.srtt_us as u64);
             let window = RateEstimator::window(srtt);
             // Not limited by the link: the PEP held nothing for it (app-limited), the link was
-            // being drained, the socket was recovering from a loss, or far less than the
-            // in-flight cap was out (the sender's own
-            // window still opening: a new flow's first round trips deliver a fraction of the
-            // rate). Such intervals only count when they raise R_down. (The kernel's own
-            // app-limited flag is set whenever less than a segment is unsent and the send
-            // buffer is not full to the byte, which the cap makes the rule: unused.)
-            let below_cap = self
-                .last_cap
-                .is_some_and(|c| (sat.inflight as f64) < CAP_BINDING * c as f64);
-            let limited =
-                q < self.mss || self.base.drain_effects(now) || below_cap || sat.recovering;
+            // being drained, or the socket was recovering from a loss. Such intervals only
+            // count when they raise R_down. (A new flow's first round trips, while its window
+            // still opens, are the estimator's startup. The kernel's own app-limited flag is
+            // set whenever less than a segment is unsent and the send buffer is not full to the
+            // byte, which the in-flight cap makes the rule: unused.)
+            let limited = q < self.mss || self.base.drain_effects(now) || sat.recovering;
             self.rate
                 .on_sample(now, sat.bytes_acked, sat.delivery_rate, limited, window);
             self.base.on_sample(now, sat.srtt_us);
+            self.base.on_min_rtt(sat.min_rtt_us);
             if sat.mss > 0 {
                 sat_mss = sat.mss;
             }
@@ -334,13 +326,15 @@ impl Controller {
                 };
                 let floor = self.p.probe_window.bytes(sat_mss);
                 let lost = s.sat.map_or(0, |x| x.lost_bytes) as f64;
-                let cap = (c * inflight.as_secs_f64() + lost).min(u32::MAX as f64) as u32;
+                // A drain sizes by the current rate, not the recent maximum: it must empty
+                // the queue even when the base it starts from holds some of it.
+                let rate = if link_probe && !forced { r } else { c };
+                let cap = (rate * inflight.as_secs_f64() + lost).min(u32::MAX as f64) as u32;
                 Some(cap.max(floor))
             }
             _ => None,
         };
         let sat_lowat = ((q_low / 2.0) as u32).max(4 * sat_mss);
-        self.last_cap = link_cap;
         Decision {
             window: Some(w),
             w_base,

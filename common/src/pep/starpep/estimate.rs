@@ -153,6 +153,8 @@ impl RateEstimator {
 #[derive(Debug, Clone, Default)]
 pub struct BaseRtt {
     base_us: Option<u32>,
+    /// The kernel's minimum of raw RTT samples (`tcpi_min_rtt`, a 5-minute window).
+    floor_us: Option<u32>,
     probe_min_us: Option<u32>,
     probing: bool,
     last_probe_end: Option<Duration>,
@@ -161,13 +163,15 @@ pub struct BaseRtt {
 
 /// In-flight cap during a drain, as a fraction of `R_down × base`: below one, so a base that
 /// holds some queue still drains and is corrected at the next drain.
-pub const DRAIN_GAIN: f64 = 0.7;
+pub const DRAIN_GAIN: f64 = 0.5;
+/// How far the base may sit above the kernel's minimum raw RTT.
+pub const BASE_OVER_MIN: Duration = Duration::from_millis(5);
 /// The longest time between two drains of the satellite segment, and in base RTTs (a drain
 /// lasts a few RTTs: on a GEO path they must be rarer).
 pub const LINK_PROBE_EVERY: Duration = Duration::from_secs(4);
 pub const LINK_PROBE_EVERY_RTTS: u32 = 40;
 /// Length of a periodic drain, in base RTTs (at least [`LINK_PROBE_MIN`]).
-const LINK_PROBE_RTTS: u32 = 2;
+const LINK_PROBE_RTTS: u32 = 3;
 pub const LINK_PROBE_MIN: Duration = Duration::from_millis(30);
 
 impl BaseRtt {
@@ -183,8 +187,23 @@ impl BaseRtt {
         }
     }
 
+    /// The base: the drains' minimum smoothed RTT, but at most [`BASE_OVER_MIN`] above the
+    /// kernel's minimum raw RTT (a drain on a shared, jittery path can stay above the
+    /// propagation delay by several milliseconds, and every one of them becomes queue).
     pub fn get(&self) -> Option<Duration> {
-        self.base_us.map(|us| Duration::from_micros(us as u64))
+        let over = BASE_OVER_MIN.as_micros() as u32;
+        let b = match (self.base_us, self.floor_us) {
+            (Some(b), Some(f)) => Some(b.min(f.saturating_add(over))),
+            (b, _) => b,
+        };
+        b.map(|us| Duration::from_micros(us as u64))
+    }
+
+    /// The kernel's minimum raw RTT of the socket (`tcpi_min_rtt`, µs; 0: none).
+    pub fn on_min_rtt(&mut self, min_rtt_us: u32) {
+        if min_rtt_us > 0 {
+            self.floor_us = Some(min_rtt_us);
+        }
     }
 
     /// Whether the link is being drained at `now`; `forced` is a reconfiguration guard/probe.

@@ -40,6 +40,7 @@ fn samples(q: u32) -> FlowSamples {
             delivery_rate: R,
             app_limited: false,
             srtt_us: 25_000,
+            min_rtt_us: 0,
             mss: MSS,
             inflight: 0,
             recovering: false,
@@ -233,24 +234,20 @@ fn r_down_is_the_bytes_acked_over_one_rtt() {
 }
 
 #[test]
-fn a_flow_below_its_in_flight_cap_is_not_link_limited() {
+fn an_overestimate_comes_down_once_startup_is_over() {
+    // The first windows deliver 3 R (a burst), then the link settles at R: the estimate
+    // follows it down after the startup test (three windows without a quarter more).
     let mut c = Controller::new(cfg(|_| {}), ms(T));
-    for i in 0..=60 {
-        c.on_samples(ms(T + 5 * i), &at(5 * i, R, false));
-    }
-    // A slower interval with little in flight (the sender's window was still opening, or
-    // it lost a segment): R_down holds.
-    let mut acked = R * 300 / 1000;
+    let mut acked = 0u64;
     let mut d = None;
-    for i in 61..=80 {
-        acked += R / 4 / 200;
+    for i in 0..=300u64 {
+        acked += if i < 20 { 3 * R / 200 } else { R / 200 };
         let mut s = at(5 * i, R, false);
         s.sat.as_mut().unwrap().bytes_acked = acked;
-        s.sat.as_mut().unwrap().inflight = 1000;
         d = Some(c.on_samples(ms(T + 5 * i), &s));
     }
     let d = d.unwrap();
-    assert!((d.r_down / R as f64 - 1.0).abs() < 1e-6, "{}", d.r_down);
+    assert!((d.r_down / R as f64 - 1.0).abs() < 0.01, "{}", d.r_down);
 }
 
 #[test]
@@ -456,9 +453,9 @@ fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
         let d = c.on_samples(ms(t), &s);
         caps.push((d.link_probe, d.link_cap.unwrap()));
     }
-    // 5 ms queue target: 25 ms of R; 0.7 of the base during the drains.
+    // 5 ms queue target: 25 ms of R; half the base during the drains.
     assert!(caps.iter().any(|&(p, cap)| !p && cap == 156_250));
-    assert!(caps.iter().any(|&(p, cap)| p && cap == 87_500));
+    assert!(caps.iter().any(|&(p, cap)| p && cap == 62_500));
     let drains = caps.windows(2).filter(|w| !w[0].0 && w[1].0).count();
     // 5 s of ticks: a drain every 4 s.
     assert!((1..=2).contains(&drains), "{drains}");
