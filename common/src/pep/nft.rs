@@ -132,14 +132,16 @@ pub fn ruleset(p: &Plan) -> String {
     // Only TPROXY-steered flows reach the listener: a connection addressed to the PEP's own
     // port (from the LAN, through the tunnel, or local) would become a "split flow" to the
     // PEP itself and hold a slot for minutes of SYN retries. TPROXY'd packets keep their
-    // original port and carry the mark (so do later packets of flows whose original port is
-    // this one, through the `socket transparent` rule); everything else to the port is
-    // refused as a closed port would be.
+    // original, non-local destination; a packet to this port addressed to one of our own
+    // addresses was not steered, and is refused as a closed port would be. (The mark cannot
+    // tell them apart: `socket transparent` also matches the transparent listener itself.)
+    // The mark is cleared first: with `fwmark_reflect` the reset would inherit it and be
+    // routed to the TPROXY table, i.e. to ourselves.
     let _ = writeln!(
         s,
         "  chain input {{\n    type filter hook input priority mangle; policy accept;\n    \
-         meta l4proto tcp tcp dport {port} meta mark != {mark} counter name {OWN_PORT_COUNTER} \
-         reject with tcp reset\n  }}"
+         meta l4proto tcp tcp dport {port} fib daddr type local counter name \
+         {OWN_PORT_COUNTER} meta mark set 0 reject with tcp reset\n  }}"
     );
     if let Some((dev, mtu)) = &p.mss_clamp {
         // Unsplit TCP (bypass, overflow, PEP off on the peer) through the tunnel: the SYN going

@@ -189,7 +189,7 @@ fn ruleset_orders_the_transparent_rule_first_and_tproxies_only_syns() {
     // The listener's own port refuses what TPROXY did not steer there.
     assert!(text.contains(
         "type filter hook input priority mangle; policy accept;\n    meta l4proto tcp tcp dport \
-         8399 meta mark != 0x5350 counter name own_port reject with tcp reset"
+         8399 fib daddr type local counter name own_port meta mark set 0 reject with tcp reset"
     ));
     assert_eq!(text.matches('{').count(), text.matches('}').count());
 }
