@@ -104,7 +104,12 @@ fn plain_splitting_lets_the_window_open_to_megabytes() {
     assert_eq!(t.sent_sha, t.recv_sha);
     let top = wnds.iter().copied().max().unwrap_or(0);
     eprintln!("split: srv snd_wnd up to {top} bytes");
-    assert!(top > 1_000_000, "split: srv snd_wnd only reached {top}");
+    assert!(
+        top > 1_000_000,
+        "split: srv snd_wnd only reached {top} ({} samples, last {:?})",
+        wnds.len(),
+        &wnds[wnds.len().saturating_sub(8)..]
+    );
 }
 
 /// The window field of the first segment matching `filter` in a capture (`tcpdump -v`).

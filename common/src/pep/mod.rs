@@ -4,9 +4,10 @@
 //! Nothing here touches a socket or reads the clock: `proxy` (the I/O shell) feeds events and
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
 //! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine, [`flows`]
-//! the flow table with the `MaxFlows` pause, [`tcpinfo`] parses `TCP_INFO`, [`metrics`] is
-//! what `show` prints. The design is documented in `docs/pep.md`.
+//! the flow table with the `MaxFlows` pause, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
+//! `TCP_CC_INFO`), [`metrics`] is what `show` prints. The design is documented in `docs/pep.md`.
 
+pub mod bbrinfo;
 pub mod flows;
 pub mod metrics;
 pub mod nft;
@@ -23,6 +24,7 @@ mod tests_plan;
 #[cfg(test)]
 mod tests_relay;
 
+pub use bbrinfo::BbrInfo;
 pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChange};
 pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
 pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};

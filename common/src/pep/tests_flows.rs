@@ -235,6 +235,7 @@ fn control_record(flow: u64) -> ControlRecord {
         sat_lowat: Some(12_500),
         sat_base: Some(Duration::from_millis(20)),
         link_probe: true,
+        restart_cc: false,
     };
     let s = FlowSamples {
         unread: 20_000,

@@ -15,10 +15,11 @@ use nix::sys::socket::{setsockopt, sockopt};
 use socket2::Socket;
 
 use crate::pep::starpep::{ControlRecord, Controller, Decision, FlowSamples, SatSample, UpSample};
-use crate::pep::{Dir, StarpepPlan, TcpInfo};
+use crate::pep::{BbrInfo, Dir, StarpepPlan, TcpInfo};
 
 use super::error::ProxyError;
 use super::pump::FlowIo;
+use super::sockopt::congestion_name;
 use super::sys;
 use super::window::{Controlled, WindowBackend};
 
@@ -119,6 +120,8 @@ const SLACK: f64 = 0.125;
 const MIN_RCVBUF: u32 = 16 * 1024;
 /// The controlled direction's relay size: the satellite socket's low-water mark, at least this.
 const MIN_RELAY: u32 = 8 * 1024;
+/// The congestion control whose ProbeRTT the controller pre-empts.
+const BBR: &str = "bbr";
 
 fn smooth(k: &mut f64, mem: u32, payload: u32) {
     if payload >= OVERHEAD_MIN_SAMPLE && mem > 0 {
@@ -154,6 +157,8 @@ pub struct FlowControl {
     send_overhead: f64,
     recv_overhead: f64,
     warned: bool,
+    /// The satellite socket's congestion control (read once).
+    sat_cc: Option<String>,
 }
 
 impl FlowControl {
@@ -191,6 +196,7 @@ impl FlowControl {
             send_overhead: SEND_OVERHEAD0,
             recv_overhead: RECV_OVERHEAD0,
             warned: false,
+            sat_cc: Some(congestion_name(io.sock(plan.dir.sink()).get_ref())),
         })
     }
 
@@ -242,6 +248,7 @@ impl FlowControl {
                 inflight: outq.saturating_sub(notsent),
                 recovering: i.ca_state >= 3,
                 lost_bytes: i.lost.saturating_mul(i.snd_mss),
+                bbr: self.bbr_info(sat),
             }),
             up: up_info.map(|i| UpSample {
                 rcv_rtt_us: i.rcv_rtt_us,
@@ -251,6 +258,9 @@ impl FlowControl {
             }),
         };
         let d = self.ctl.on_samples(now, &samples);
+        if d.restart_cc {
+            self.restart_cc(sat);
+        }
         let name = match &self.backend {
             Some(b) => {
                 let b = b.clone();
@@ -327,6 +337,30 @@ impl FlowControl {
         backend.apply(&self.controlled(sender), up, w)?;
         self.window = Some(w);
         Ok(())
+    }
+
+    /// BBR's figures, if the satellite socket runs BBR.
+    fn bbr_info(&self, sat: &Socket) -> Option<BbrInfo> {
+        if self.sat_cc.as_deref() != Some(BBR) {
+            return None;
+        }
+        BbrInfo::parse(&sys::cc_info_bytes(sat.as_fd()).ok()?)
+    }
+
+    /// Re-initialises BBR on the satellite socket (away to reno and back: setting the CC in
+    /// use is a no-op): its min-RTT filter restarts and cwnd stays (`probe_rtt.rs`).
+    fn restart_cc(&mut self, sat: &Socket) {
+        let r = sat
+            .set_tcp_congestion(b"reno")
+            .and_then(|()| sat.set_tcp_congestion(BBR.as_bytes()));
+        if let Err(e) = r {
+            if !self.warned {
+                tracing::warn!("restarting BBR on the satellite segment: {e}");
+                self.warned = true;
+            }
+            // Never try again on this flow: the socket may be left on another CC.
+            self.sat_cc = None;
+        }
     }
 
     /// The flow ends: the back-end forgets it.

@@ -12,7 +12,24 @@ const TCP_INFO_BUF: usize = 512;
 
 /// The bytes of `TCP_INFO` for a TCP socket (as many as the kernel filled in).
 pub fn tcp_info_bytes(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; TCP_INFO_BUF];
+    get_bytes(fd, libc::IPPROTO_TCP, libc::TCP_INFO, TCP_INFO_BUF)
+}
+
+/// `TCP_CC_INFO`: the congestion control's own figures (`struct tcp_bbr_info` under BBR; empty
+/// for CCs that export none).
+pub fn cc_info_bytes(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    const TCP_CC_INFO: libc::c_int = 26;
+    get_bytes(fd, libc::IPPROTO_TCP, TCP_CC_INFO, 64)
+}
+
+/// `getsockopt` of a struct option, as the bytes the kernel wrote (at most `max`).
+fn get_bytes(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    opt: libc::c_int,
+    max: usize,
+) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; max];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: `buf` is a live, writable allocation of `len` bytes and `len` points to a valid
     // socklen_t; the kernel writes at most `len` bytes and stores the length it wrote. The fd is
@@ -20,8 +37,8 @@ pub fn tcp_info_bytes(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
     let rc = unsafe {
         libc::getsockopt(
             fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
+            level,
+            opt,
             buf.as_mut_ptr().cast(),
             &mut len,
         )

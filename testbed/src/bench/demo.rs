@@ -50,6 +50,10 @@ pub struct DemoArgs {
     /// Also write the results as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Keep each setup's raw files (per-chunk samples, satlink's counters, the POP's per-tick
+    /// control log) under DIR/SETUP/.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
 }
 
 /// What one setup measured. Field names are a contract (scripts read them).
@@ -249,6 +253,11 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
             &duration,
             "--cc",
             "cubic",
+            // A chunk waits behind at most this much unsent data in the server's own socket
+            // (16 KiB is 3 ms at 45 Mbit/s; owd-bulk's 64 KiB default would add up to 12 ms of
+            // sender-side wait to every setup's figure; docs/owd-bulk.md).
+            "--notsent-lowat",
+            "16K",
             "--json",
             &send_json,
         ],
@@ -280,6 +289,15 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
     let sat: Value = serde_json::from_str(&std::fs::read_to_string(&stats)?)?;
     let chunks = read_samples(&samples)?;
     let ctl = std::fs::read_to_string(&ctl_log).ok();
+    if let Some(dir) = &args.keep {
+        let dir = dir.join(setup.name());
+        std::fs::create_dir_all(&dir)?;
+        for f in [&stats, &samples, &ctl_log, &topo.tmpdir().join("recv.json")] {
+            if f.exists() {
+                std::fs::copy(f, dir.join(f.file_name().unwrap_or_default()))?;
+            }
+        }
+    }
     let server_owd_ms = args.server_rtt.as_secs_f64() * 500.0;
     Ok(row(
         setup,

@@ -55,6 +55,7 @@ fn cell(
         setups: vec!["starpep".into()],
         pep_set: set.to_vec(),
         json: None,
+        keep: None,
     };
     demo::one(&d, profile, Setup::Starpep)
 }

@@ -17,6 +17,8 @@ use crate::reconfig::ReconfigSchedule;
 
 use super::estimate::{rtt_up, BaseRtt, RateEstimator, DRAIN_GAIN};
 use super::phase::{Phase, PhaseAt, Phases};
+use super::probe_rtt::ProbeRttGuard;
+use crate::pep::BbrInfo;
 
 /// The control period. 5 ms: the shortest LEO RTT in the Starlink recording is about 16 ms,
 /// so the window changes at least three times per satellite round trip and a phase boundary
@@ -99,6 +101,8 @@ pub struct SatSample {
     pub recovering: bool,
     /// In-flight bytes deemed lost (`tcpi_lost` segments): they occupy no link.
     pub lost_bytes: u32,
+    /// BBR's own model (`TCP_CC_INFO`), when the segment runs BBR.
+    pub bbr: Option<BbrInfo>,
 }
 
 /// The sender-facing socket's figures (TCP_INFO).
@@ -171,6 +175,9 @@ pub struct Decision {
     pub sat_base: Option<Duration>,
     /// The satellite segment is being drained (its queue target is 0).
     pub link_probe: bool,
+    /// Restart the satellite socket's BBR model now: its min-RTT filter is about to expire
+    /// (or has) and ProbeRTT would idle the link ([`super::probe_rtt`]).
+    pub restart_cc: bool,
 }
 
 /// One flow's controller.
@@ -183,6 +190,7 @@ pub struct Controller {
     mss: u32,
     next: Duration,
     last_window: Option<u32>,
+    probe_rtt: ProbeRttGuard,
 }
 
 impl Controller {
@@ -195,6 +203,7 @@ impl Controller {
             mss: DEFAULT_MSS,
             next: now,
             last_window: None,
+            probe_rtt: ProbeRttGuard::default(),
         }
     }
 
@@ -221,6 +230,10 @@ impl Controller {
             .map_or(q as f64, |prev| a * q as f64 + (1.0 - a) * prev);
         self.q_hat = Some(q_hat);
         let mut sat_mss = DEFAULT_MSS;
+        let restart_cc = s
+            .sat
+            .and_then(|x| x.bbr)
+            .is_some_and(|b| self.probe_rtt.on_sample(now, &b));
         if let Some(sat) = s.sat {
             let srtt = Duration::from_micros(sat.srtt_us as u64);
             let window = RateEstimator::window(srtt);
@@ -280,6 +293,7 @@ impl Controller {
                 sat_lowat: None,
                 sat_base: self.base.get(),
                 link_probe,
+                restart_cc,
             };
         };
         let bytes_in = |d: Duration| (r * d.as_secs_f64()).min(u32::MAX as f64);
@@ -350,6 +364,7 @@ impl Controller {
             sat_lowat: Some(sat_lowat),
             sat_base: base,
             link_probe,
+            restart_cc,
         }
     }
 

@@ -12,6 +12,7 @@
 mod controller;
 mod estimate;
 mod phase;
+mod probe_rtt;
 mod record;
 
 #[cfg(test)]
@@ -25,4 +26,5 @@ pub use controller::{
 };
 pub use estimate::{rtt_up, BaseRtt, RateEstimator, LINK_PROBE_EVERY};
 pub use phase::{Phase, PhaseAt, Phases};
+pub use probe_rtt::{ProbeRttGuard, BBR_MIN_RTT_WIN, RESTART_AHEAD};
 pub use record::ControlRecord;

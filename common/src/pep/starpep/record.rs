@@ -41,6 +41,9 @@ pub struct ControlRecord {
     pub link_cap_bytes: Option<u32>,
     pub sat_base_ms: Option<f64>,
     pub link_probe: bool,
+    /// The satellite socket's BBR model was restarted at this tick (ahead of its ProbeRTT).
+    #[serde(default)]
+    pub cc_restart: bool,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -86,6 +89,7 @@ impl ControlRecord {
             link_cap_bytes: d.link_cap,
             sat_base_ms: d.sat_base.map(ms),
             link_probe: d.link_probe,
+            cc_restart: d.restart_cc,
         }
     }
 }

@@ -45,6 +45,7 @@ fn samples(q: u32) -> FlowSamples {
             inflight: 0,
             recovering: false,
             lost_bytes: 0,
+            bbr: None,
         }),
         up: Some(UpSample {
             rcv_rtt_us: 20_000,
@@ -471,4 +472,33 @@ fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
     // LinkQueue = 0: no cap.
     let d = window(cfg(|s| s.link_queue = Duration::ZERO), 0);
     assert_eq!(d.link_cap, None);
+}
+
+#[test]
+fn bbr_is_restarted_ahead_of_its_probe_rtt_and_only_then() {
+    use crate::pep::BbrInfo;
+    let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
+    let mut s = samples(10_000);
+    let bbr = |min_rtt_us| BbrInfo {
+        bw: R,
+        min_rtt_us,
+        pacing_gain: 320,
+        cwnd_gain: 512,
+    };
+    let mut restarts = Vec::new();
+    let mut t = Duration::ZERO;
+    // 12 s of a minimum BBR never refreshes: one restart, before its 10 s filter expires.
+    while t < Duration::from_secs(12) {
+        s.sat.as_mut().unwrap().bbr = Some(bbr(24_000));
+        if c.on_samples(t, &s).restart_cc {
+            restarts.push(t);
+        }
+        t += CONTROL_PERIOD;
+    }
+    assert_eq!(restarts.len(), 1, "{restarts:?}");
+    assert!(restarts[0] < super::BBR_MIN_RTT_WIN && restarts[0] > Duration::from_secs(9));
+    // Not a BBR socket: never.
+    let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
+    let s = samples(10_000);
+    assert!((0..3000).all(|i| !c.on_samples(CONTROL_PERIOD * i, &s).restart_cc));
 }
