@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: the client box and the POP in network namespaces, across satlink replaying the
-# real Starlink trace; one download per setup (WireGuard only, WireGuard + split), side by side.
+# real Starlink trace; one download per setup (WireGuard only, WireGuard + split, WireGuard +
+# StarPEP), side by side.
 # Usage: sudo bash scripts/demo.sh [starpep-bench demo options, e.g. --profile geo --seconds 30]
 set -euo pipefail
 cd "$(dirname "$0")/.."

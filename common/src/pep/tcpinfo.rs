@@ -42,8 +42,10 @@ pub struct TcpInfo {
     pub app_limited: bool,
     pub snd_mss: u32,
     pub rcv_mss: u32,
-    /// Segments sent and not yet acknowledged, and of them those deemed lost.
+    /// Segments sent and not yet acknowledged, and of them those selectively acknowledged
+    /// (received beyond a hole) and those deemed lost.
     pub unacked: u32,
+    pub sacked: u32,
     pub lost: u32,
     /// Receiver-side RTT estimate (µs; 0 until measured).
     pub rcv_rtt_us: u32,
@@ -70,6 +72,7 @@ mod off {
     pub const SND_MSS: usize = 16;
     pub const RCV_MSS: usize = 20;
     pub const UNACKED: usize = 24;
+    pub const SACKED: usize = 28;
     pub const LOST: usize = 32;
     pub const RTT: usize = 68;
     pub const RTTVAR: usize = 72;
@@ -113,6 +116,7 @@ impl TcpInfo {
             snd_mss: need(off::SND_MSS),
             rcv_mss: need(off::RCV_MSS),
             unacked: need(off::UNACKED),
+            sacked: need(off::SACKED),
             lost: need(off::LOST),
             rcv_rtt_us: need(off::RCV_RTT),
             rtt_us: need(off::RTT),

@@ -248,6 +248,7 @@ impl FlowControl {
                 inflight: outq.saturating_sub(notsent),
                 recovering: i.ca_state >= 3,
                 lost_bytes: i.lost.saturating_mul(i.snd_mss),
+                sacked_bytes: i.sacked.saturating_mul(i.snd_mss),
                 bbr: self.bbr_info(sat),
             }),
             up: up_info.map(|i| UpSample {
@@ -258,7 +259,8 @@ impl FlowControl {
             }),
         };
         let d = self.ctl.on_samples(now, &samples);
-        if d.restart_cc {
+        // An observer (`Mode = split` with a ControlLog) changes nothing.
+        if d.restart_cc && self.backend.is_some() {
             self.restart_cc(sat);
         }
         let name = match &self.backend {

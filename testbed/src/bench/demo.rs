@@ -54,6 +54,12 @@ pub struct DemoArgs {
     /// control log) under DIR/SETUP/.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// The end hosts' congestion control (cubic or bbr).
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Seed of satlink's loss and jitter draws (default: the profile's, else 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 /// What one setup measured. Field names are a contract (scripts read them).
@@ -78,6 +84,9 @@ pub struct DemoRow {
     pub sat_queue_ms: f64,
     pub bytes: u64,
     pub sha256_match: bool,
+    /// satlink's downlink counters (for the suite's cells; not in the demo's rows).
+    #[serde(skip)]
+    pub emulator: Option<Value>,
 }
 
 pub fn run(args: &DemoArgs) -> anyhow::Result<Vec<DemoRow>> {
@@ -119,7 +128,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Vec<DemoRow>> {
 }
 
 /// The profile to replay: `found`, or a copy with `--trace-bw` / `--trace-delay` in it.
-fn retraced(found: &Path, args: &DemoArgs, dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn retraced(found: &Path, args: &DemoArgs, dir: &Path) -> anyhow::Result<PathBuf> {
     if args.trace_bw.is_none() && args.trace_delay.is_none() {
         return Ok(found.to_path_buf());
     }
@@ -205,11 +214,12 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
     };
     let stats = topo.tmpdir().join("satlink.json");
     let stats_s = stats.display().to_string();
-    let mut link = topo.spawn_satlink(
-        &sibling_bin("satlink")?,
-        profile,
-        &["--start", "aligned", "--stats-json", &stats_s],
-    )?;
+    let seed = args.seed.map(|s| s.to_string());
+    let mut sat_args = vec!["--start", "aligned", "--stats-json", &stats_s];
+    if let Some(s) = &seed {
+        sat_args.extend(["--seed", s]);
+    }
+    let mut link = topo.spawn_satlink(&sibling_bin("satlink")?, profile, &sat_args)?;
     let ctl_log = topo.tmpdir().join("control-pop.jsonl");
     let mut daemons = Vec::new();
     if let Some((b, p)) = setup.configs() {
@@ -252,7 +262,7 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
             "--duration",
             &duration,
             "--cc",
-            "cubic",
+            &args.cc,
             // A chunk waits behind at most this much unsent data in the server's own socket
             // (16 KiB is 3 ms at 45 Mbit/s; owd-bulk's 64 KiB default would add up to 12 ms of
             // sender-side wait to every setup's figure; docs/owd-bulk.md).
@@ -428,7 +438,18 @@ fn row(
         sat_queue_ms: mean("qdelay_mean_ms"),
         bytes: recv["bytes"].as_u64().unwrap_or(0),
         sha256_match: recv["sha256"].is_string() && recv["sha256"] == send["sha256"],
+        emulator: Some(emulator_counters(down)),
     }
+}
+
+/// satlink's counters of one direction, without its time series.
+pub(crate) fn emulator_counters(dir: &Value) -> Value {
+    let mut v = dir.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("series");
+        o.remove("base_delay");
+    }
+    v
 }
 
 /// The trace's one-way propagation delay, from satlink's stats JSON.

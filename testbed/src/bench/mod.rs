@@ -1,12 +1,14 @@
 //! Benchmarks (not tests): whole setups in a namespace topology, measured and printed.
 //! `starpep-bench <subcommand>`; `tunnel` compares the WireGuard data paths on bare veth,
 //! `split` the download time over a satellite link with and without VPN and PEP, `demo`
-//! the README's main job (LEO trace, VPN only vs VPN + PEP, side by side).
+//! the README's main job (LEO trace, VPN only vs VPN + PEP, side by side), `run` the
+//! VPN-vs-PEP suite's cells and matrices (`report` its page).
 
 pub mod cost;
 pub mod cpu;
 pub mod demo;
 pub mod iperf;
+pub mod run;
 pub mod split;
 pub mod sweep;
 pub mod tunnel;

@@ -280,22 +280,23 @@ fn link_figures(args: &SplitArgs, profile: &Path) -> anyhow::Result<(f64, f64)> 
     Ok((rate, one_way(&p.down().delay)? + one_way(&p.up().delay)?))
 }
 
-/// The end hosts' congestion control. The namespaces' default cannot be changed to cubic
-/// (restricted outside the initial namespace), so it is set per socket (root may).
-const END_HOST_CC: &[u8] = b"cubic";
+/// The end hosts' congestion control (cubic unless told). The namespaces' default cannot be
+/// changed to cubic (restricted outside the initial namespace), so it is set per socket (root
+/// may).
+const END_HOST_CC: &str = "cubic";
 
-fn cubic_listener(a: SocketAddr) -> std::io::Result<TcpListener> {
+fn cc_listener(a: SocketAddr, cc: &str) -> std::io::Result<TcpListener> {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
-    s.set_tcp_congestion(END_HOST_CC)?;
+    s.set_tcp_congestion(cc.as_bytes())?;
     s.set_reuse_address(true)?;
     s.bind(&a.into())?;
     s.listen(16)?;
     Ok(s.into())
 }
 
-fn cubic_connect(a: SocketAddr) -> std::io::Result<TcpStream> {
+fn cc_connect(a: SocketAddr, cc: &str) -> std::io::Result<TcpStream> {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
-    s.set_tcp_congestion(END_HOST_CC)?;
+    s.set_tcp_congestion(cc.as_bytes())?;
     s.connect_timeout(&a.into(), Duration::from_secs(30))?;
     Ok(s.into())
 }
@@ -306,9 +307,10 @@ fn pattern(i: usize) -> u8 {
 }
 
 /// The download srv → pc; returns its duration (connect to last byte).
-fn download(topo: &Topology, bytes: usize) -> anyhow::Result<Duration> {
+fn download(topo: &Topology, bytes: usize, cc: &str) -> anyhow::Result<Duration> {
     let dst: SocketAddr = SocketAddr::from((addr::SRV, 5401));
-    let l = in_ns(&topo.ns(Node::Srv), move || cubic_listener(dst))??;
+    let c2 = cc.to_string();
+    let l = in_ns(&topo.ns(Node::Srv), move || cc_listener(dst, &c2))??;
     let data: Vec<u8> = (0..bytes).map(pattern).collect();
     let server = std::thread::spawn(move || -> std::io::Result<()> {
         let (mut c, _) = l.accept()?;
@@ -320,7 +322,8 @@ fn download(topo: &Topology, bytes: usize) -> anyhow::Result<Duration> {
         c.read_to_end(&mut rest).map(|_| ())
     });
     let t0 = Instant::now();
-    let mut c = in_ns(&topo.ns(Node::Pc), move || cubic_connect(dst))??;
+    let c2 = cc.to_string();
+    let mut c = in_ns(&topo.ns(Node::Pc), move || cc_connect(dst, &c2))??;
     c.write_all(b"G")?;
     let mut buf = vec![0u8; 1 << 16];
     let mut got = 0;
@@ -348,17 +351,50 @@ fn download(topo: &Topology, bytes: usize) -> anyhow::Result<Duration> {
 
 fn one(args: &SplitArgs, profile: &Path, setup: Setup) -> anyhow::Result<Duration> {
     let set = pep_set(setup, &Profile::load(profile)?, &args.pep_set);
+    let took = download_times(
+        profile,
+        setup,
+        &set,
+        &[args.bytes],
+        END_HOST_CC,
+        1,
+        Duration::ZERO,
+    )?;
+    Ok(took[0])
+}
+
+/// Downloads of `sizes` bytes srv → pc, one after the other (each a new connection) in one
+/// fresh topology of `setup` over `profile` (`server_rtt` between POP and server); their
+/// durations, connect to last byte.
+pub(crate) fn download_times(
+    profile: &Path,
+    setup: Setup,
+    set: &[String],
+    sizes: &[usize],
+    cc: &str,
+    seed: u64,
+    server_rtt: Duration,
+) -> anyhow::Result<Vec<Duration>> {
     let spec = if setup.plain_routes() {
         TopoSpec::satlink().with_plain_routes()
     } else {
         TopoSpec::satlink()
     };
-    let topo = Topology::build(spec)?;
-    let _link = topo.spawn_satlink(&sibling_bin("satlink")?, profile, &["--start", "now"])?;
+    let topo = Topology::build(spec.with_server_rtt(server_rtt))?;
+    let _ter = match topo.has(Node::Ter) {
+        true => Some(topo.spawn_terrestrial(&sibling_bin("satlink")?)?),
+        false => None,
+    };
+    let seed = seed.to_string();
+    let _link = topo.spawn_satlink(
+        &sibling_bin("satlink")?,
+        profile,
+        &["--start", "now", "--seed", &seed],
+    )?;
     let mut daemons = Vec::new();
     if let Some((b, p)) = setup.configs() {
-        daemons.push(start_daemon(&topo, Node::Pop, "starpep-pop", p, &set)?);
-        daemons.push(start_daemon(&topo, Node::Box, "starpep-client", b, &set)?);
+        daemons.push(start_daemon(&topo, Node::Pop, "starpep-pop", p, set)?);
+        daemons.push(start_daemon(&topo, Node::Box, "starpep-client", b, set)?);
     }
     // Warm-up: the path works (and the WireGuard handshake is done) before timing.
     let srv = addr::SRV.to_string();
@@ -368,7 +404,10 @@ fn one(args: &SplitArgs, profile: &Path, setup: Setup) -> anyhow::Result<Duratio
             .unwrap_or(false)
     });
     anyhow::ensure!(ok, "{}: pc cannot reach srv", setup.label());
-    let took = download(&topo, args.bytes)?;
+    let took = sizes
+        .iter()
+        .map(|&b| download(&topo, b, cc))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     for mut d in daemons {
         d.stop();
     }

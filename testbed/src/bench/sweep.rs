@@ -56,6 +56,8 @@ fn cell(
         pep_set: set.to_vec(),
         json: None,
         keep: None,
+        cc: "cubic".into(),
+        seed: None,
     };
     demo::one(&d, profile, Setup::Starpep)
 }

@@ -21,6 +21,10 @@ enum Cmd {
     Demo(bench::demo::DemoArgs),
     /// CPU cost of the StarPEP controller at many concurrent flows (split vs starpep).
     ControlCost(bench::cost::CostArgs),
+    /// The VPN-vs-PEP suite: one cell (--setup … --json) or a matrix (--matrix FILE --out DIR, --check).
+    Run(bench::run::RunArgs),
+    /// Regenerates a matrix run's report.md and cells.csv from its cells.jsonl.
+    Report(bench::run::ReportArgs),
     /// StarPEP parameter sweeps (α, β, QueueLow × QueueHigh, LinkQueue) as a markdown page.
     Sweep(bench::sweep::SweepArgs),
 }
@@ -31,6 +35,8 @@ fn main() -> anyhow::Result<()> {
         Cmd::Tunnel(a) => bench::tunnel::run(&a).map(|_| ()),
         Cmd::Split(a) => bench::split::run(&a).map(|_| ()),
         Cmd::Demo(a) => bench::demo::run(&a).map(|_| ()),
+        Cmd::Run(a) => bench::run::run(&a),
+        Cmd::Report(a) => bench::run::report_cmd(&a),
         Cmd::Sweep(a) => bench::sweep::run(&a).map(|_| ()),
         Cmd::ControlCost(a) => bench::cost::run(&a).map(|_| ()),
     }

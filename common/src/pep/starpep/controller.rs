@@ -30,10 +30,15 @@ pub const CONTROL_PERIOD: Duration = Duration::from_millis(5);
 /// Period of a flow that moved nothing in the controlled direction since the last tick.
 pub const IDLE_PERIOD: Duration = Duration::from_millis(50);
 /// Above this satellite RTT a path is not LEO (GEO is 500 ms or more): `Reconfig = starlink`
-/// does not shape it.
+/// does not shape it, and BBR's ProbeRTT is not pre-empted on it.
 pub const LEO_MAX_RTT: Duration = Duration::from_millis(150);
 /// The satellite segment's queue target is at least this fraction of its base RTT.
 pub const LINK_QUEUE_PER_RTT: f64 = 0.25;
+/// A satellite socket with nothing unsent and less than this fraction of its in-flight cap
+/// used was starved by the PEP: its delivery says nothing about the link.
+const SUPPLY_LIMITED: f64 = 0.75;
+/// The window's gain over `W_base` below Q_low (Δ = max(1 MSS, W_base / 4)).
+const BELOW_GAIN: f64 = 1.25;
 /// Segment size assumed until the kernel reports one.
 const DEFAULT_MSS: u32 = 1448;
 
@@ -99,8 +104,10 @@ pub struct SatSample {
     /// Loss recovery (`tcpi_ca_state` recovery or loss): delivery is held back by lost
     /// segments, not by the link's rate.
     pub recovering: bool,
-    /// In-flight bytes deemed lost (`tcpi_lost` segments): they occupy no link.
+    /// In-flight bytes deemed lost (`tcpi_lost` segments) and bytes received beyond a hole
+    /// (`tcpi_sacked`): the send buffer holds them, the link does not.
     pub lost_bytes: u32,
+    pub sacked_bytes: u32,
     /// BBR's own model (`TCP_CC_INFO`), when the segment runs BBR.
     pub bbr: Option<BbrInfo>,
 }
@@ -190,6 +197,7 @@ pub struct Controller {
     mss: u32,
     next: Duration,
     last_window: Option<u32>,
+    last_cap: Option<u32>,
     probe_rtt: ProbeRttGuard,
 }
 
@@ -203,6 +211,7 @@ impl Controller {
             mss: DEFAULT_MSS,
             next: now,
             last_window: None,
+            last_cap: None,
             probe_rtt: ProbeRttGuard::default(),
         }
     }
@@ -229,11 +238,27 @@ impl Controller {
             .q_hat
             .map_or(q as f64, |prev| a * q as f64 + (1.0 - a) * prev);
         self.q_hat = Some(q_hat);
+        // The phase (on the base RTT known so far).
+        let mut ph = self.p.phases.at(now);
+        if self.p.leo_only && self.base.get().is_some_and(|b| b > LEO_MAX_RTT) {
+            // Starlink's reconfigurations concern LEO paths, not a GEO flow through the same
+            // PEP.
+            ph = Phases {
+                schedule: None,
+                ..self.p.phases
+            }
+            .at(now);
+        }
         let mut sat_mss = DEFAULT_MSS;
+        // Only on LEO paths: there the path changes every few seconds and ProbeRTT is the
+        // rule; on a long stable path (GEO) samples keep refreshing BBR's filter, and a restart
+        // (STARTUP, then DRAIN for a round trip) would cost seconds.
+        let leo = self.base.get().is_some_and(|b| b <= LEO_MAX_RTT);
         let restart_cc = s
             .sat
             .and_then(|x| x.bbr)
-            .is_some_and(|b| self.probe_rtt.on_sample(now, &b));
+            .is_some_and(|b| self.probe_rtt.on_sample(now, &b))
+            && leo;
         if let Some(sat) = s.sat {
             let srtt = Duration::from_micros(sat.srtt_us as u64);
             let window = RateEstimator::window(srtt);
@@ -243,7 +268,18 @@ impl Controller {
             // still opens, are the estimator's startup. The kernel's own app-limited flag is
             // set whenever less than a segment is unsent and the send buffer is not full to the
             // byte, which the in-flight cap makes the rule: unused.)
-            let limited = q < self.mss || self.base.drain_effects(now) || sat.recovering;
+            // Nor is a link that the PEP did not keep full: nothing unsent, and in flight well
+            // below the cap (the sender's window still ramps after a reconfiguration, or the
+            // sender is far and slow to refill), nor the reconfiguration phases themselves.
+            let starved = s.notsent < sat.mss.max(1)
+                && self
+                    .last_cap
+                    .is_some_and(|c| (sat.inflight as f64 + q as f64) < SUPPLY_LIMITED * c as f64);
+            let limited = q < self.mss
+                || starved
+                || ph.phase != Phase::Steady
+                || self.base.drain_effects(now)
+                || sat.recovering;
             self.rate
                 .on_sample(now, sat.bytes_acked, sat.delivery_rate, limited, window);
             self.base.on_sample(now, sat.srtt_us);
@@ -254,16 +290,6 @@ impl Controller {
         }
         if let Some(up) = s.up.filter(|u| u.rcv_mss > 0) {
             self.mss = up.rcv_mss;
-        }
-        let mut ph = self.p.phases.at(now);
-        if self.p.leo_only && self.base.get().is_some_and(|b| b > LEO_MAX_RTT) {
-            // Starlink's reconfigurations concern LEO paths, not a GEO flow through the same
-            // PEP.
-            ph = Phases {
-                schedule: None,
-                ..self.p.phases
-            }
-            .at(now);
         }
         let forced = matches!(ph.phase, Phase::Guard | Phase::Probe);
         let link_probe = self.base.tick(now, forced);
@@ -302,7 +328,17 @@ impl Controller {
         let (regime, w_s) = if q_hat > q_high {
             (Regime::Above, (self.p.beta * w_base as f64) as u32)
         } else if q_hat < q_low {
-            (Regime::Below, w_base.saturating_add(self.mss))
+            // Eq. 3's `W_base + Δ`, with Δ = max(1 MSS, W_base / 4). Below Q_low the
+            // satellite socket has too little queued to show what the link carries, and R_down
+            // is then what the sender was allowed to send: with one MSS per RTT_up (0.6 Mbit/s
+            // at 20 ms) the PEP would take seconds to fill Q_low again after a dip, and the link
+            // idles meanwhile. A quarter of W_base (BBR's probing gain) fills it within a few
+            // RTT_up; Q̂ above Q_low ends the probe. (A near sender has W_base below one MSS:
+            // Δ = 1 MSS there, as in the paper.)
+            let w = w_base
+                .saturating_add(self.mss)
+                .max((BELOW_GAIN * w_base as f64) as u32);
+            (Regime::Below, w)
         } else {
             (Regime::Inside, w_base)
         };
@@ -339,7 +375,13 @@ impl Controller {
                     b + g
                 };
                 let floor = self.p.probe_window.bytes(sat_mss);
-                let lost = s.sat.map_or(0, |x| x.lost_bytes) as f64;
+                // The send buffer also holds what is lost and what arrived beyond a hole: on a
+                // lossy link that is most of the time, and counting it would block new data
+                // for every recovery.
+                let lost = s
+                    .sat
+                    .map_or(0, |x| x.lost_bytes.saturating_add(x.sacked_bytes))
+                    as f64;
                 // A drain sizes by the current rate, not the recent maximum: it must empty
                 // the queue even when the base it starts from holds some of it.
                 let rate = if link_probe && !forced { r } else { c };
@@ -348,6 +390,7 @@ impl Controller {
             }
             _ => None,
         };
+        self.last_cap = link_cap;
         let sat_lowat = ((q_low / 2.0) as u32).max(4 * sat_mss);
         Decision {
             window: Some(w),

@@ -45,6 +45,7 @@ fn samples(q: u32) -> FlowSamples {
             inflight: 0,
             recovering: false,
             lost_bytes: 0,
+            sacked_bytes: 0,
             bbr: None,
         }),
         up: Some(UpSample {
@@ -73,8 +74,9 @@ fn w_base_is_r_down_times_rtt_up() {
 fn each_regime_of_eq_3() {
     let alpha1 = |s: &mut Starpep| s.alpha = 1.0;
     // Q_low = 2 ms = 12 500 B, Q_high = 8 ms = 50 000 B at 50 Mbit/s.
+    // Below: Δ = max(1 MSS, W_base / 4) (W_base = 125 000 B here, so a quarter).
     let d = window(cfg(alpha1), 0);
-    assert_eq!((d.regime, d.window), (Regime::Below, Some(125_000 + MSS)));
+    assert_eq!((d.regime, d.window), (Regime::Below, Some(156_250)));
     let d = window(cfg(alpha1), 30_000);
     assert_eq!((d.regime, d.window), (Regime::Inside, Some(125_000)));
     let d = window(cfg(alpha1), 60_000);
@@ -367,7 +369,7 @@ fn starlink() -> Params {
 #[test]
 fn phases_shape_the_window() {
     let w_r = 4 * MSS;
-    let w_s = 125_000 + MSS; // empty queue: Below
+    let w_s = 156_250; // empty queue: Below, W_base + W_base / 4
     let at = |t: u64| {
         let mut c = Controller::new(starlink(), ms(t));
         let d = c.on_samples(ms(t), &samples(0));
@@ -434,8 +436,8 @@ fn deadlines_follow_the_period_and_the_phase_boundaries() {
 #[test]
 fn receive_buffer_bound_is_window_plus_the_queue_target() {
     let d = window(cfg(|s| s.alpha = 1.0), 0);
-    // W + Q_low = 126 448 + 12 500.
-    assert_eq!(d.rcv_buf, Some(125_000 + MSS + 12_500));
+    // W + Q_low = 156 250 + 12 500.
+    assert_eq!(d.rcv_buf, Some(156_250 + 12_500));
     assert_eq!(d.sat_lowat, Some(6_250));
 }
 
@@ -475,6 +477,19 @@ fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
 }
 
 #[test]
+fn lost_and_sacked_bytes_are_added_to_the_link_cap() {
+    let mut c = Controller::new(cfg(|s| s.link_queue = ms(5)), ms(T));
+    let mut s = samples(0);
+    s.sat.as_mut().unwrap().srtt_us = 20_000;
+    let plain = c.on_samples(ms(T), &s).link_cap.unwrap();
+    let sat = s.sat.as_mut().unwrap();
+    sat.lost_bytes = 3_000;
+    sat.sacked_bytes = 40_000;
+    let d = c.on_samples(ms(T + 5), &s);
+    assert_eq!(d.link_cap, Some(plain + 43_000));
+}
+
+#[test]
 fn bbr_is_restarted_ahead_of_its_probe_rtt_and_only_then() {
     use crate::pep::BbrInfo;
     let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
@@ -500,5 +515,12 @@ fn bbr_is_restarted_ahead_of_its_probe_rtt_and_only_then() {
     // Not a BBR socket: never.
     let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
     let s = samples(10_000);
+    assert!((0..3000).all(|i| !c.on_samples(CONTROL_PERIOD * i, &s).restart_cc));
+    // A GEO path (600 ms): never either.
+    let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
+    let mut s = samples(10_000);
+    let sat = s.sat.as_mut().unwrap();
+    sat.srtt_us = 600_000;
+    sat.bbr = Some(bbr(600_000));
     assert!((0..3000).all(|i| !c.on_samples(CONTROL_PERIOD * i, &s).restart_cc));
 }

@@ -1,0 +1,296 @@
+//! `starpep-bench run` and `starpep-bench report`: the suite's cells (`crate::suite`) run
+//! through the bench's topologies. A single cell prints its JSON object as the last stdout line;
+//! a matrix appends one JSON line per cell to `OUT/cells.jsonl` as each finishes (a failed cell
+//! is a line that says why), then writes `OUT/cells.csv` and `OUT/report.md`, which `report`
+//! regenerates from the JSON lines alone.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::link::Profile;
+use crate::suite::cell::{CellResult, CellSpec, Pct2, Pct3};
+use crate::suite::{matrix, report};
+
+use super::demo::{self, DemoArgs};
+use super::split::{self, pep_set, Setup};
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A matrix (e.g. configs/bench/report.toml): every cell, results under --out.
+    #[arg(long, value_name = "FILE", conflicts_with = "setup")]
+    pub matrix: Option<PathBuf>,
+    /// Where a matrix run writes cells.jsonl, cells.csv and report.md.
+    #[arg(long, value_name = "DIR", default_value = "results/run")]
+    pub out: PathBuf,
+    /// A short matrix (configs/bench/check.toml, 10 s cells), as CI runs it.
+    #[arg(long, conflicts_with_all = ["matrix", "setup"])]
+    pub check: bool,
+    /// A single cell: its setup (plain, pep, wg, wg+split-cubic, wg+split, wg+starpep,
+    /// wg+starpep-clamp, …).
+    #[arg(long)]
+    pub setup: Option<String>,
+    /// The cell's link: a profile name (configs/profiles) or path.
+    #[arg(long, default_value = "leo-starlink")]
+    pub link: String,
+    /// The cell's application: bulk or file.
+    #[arg(long, default_value = "bulk")]
+    pub app: String,
+    /// The end hosts' congestion control: cubic or bbr.
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Length of a bulk download, seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub duration: f64,
+    /// A constant RTT between POP and server, e.g. `20ms`.
+    #[arg(long, default_value = "0ms", value_parser = crate::link::units::parse_duration)]
+    pub server_rtt: Duration,
+    /// Replace the link's capacity trace (both directions; mahimahi format).
+    #[arg(long, value_name = "FILE")]
+    pub trace_bw: Option<PathBuf>,
+    /// Replace the link's delay trace (both directions); the reconfiguration schedule is then
+    /// detected in it.
+    #[arg(long, value_name = "FILE")]
+    pub trace_delay: Option<PathBuf>,
+    /// `[PEP]` keys to override in both PEP configs (`KEY=VALUE`, repeatable).
+    #[arg(long = "pep")]
+    pub pep_set: Vec<String>,
+    /// Single cell: print the cell as one JSON object on the last stdout line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// A matrix run's directory (its cells.jsonl).
+    pub dir: PathBuf,
+}
+
+/// The suite's setup names that the bench's topologies run today.
+fn bench_setup(name: &str) -> Option<Setup> {
+    Some(match name {
+        "plain" => Setup::Plain,
+        "pep" => Setup::PepNoVpn,
+        "wg" => Setup::Wireguard,
+        "wg+split-cubic" => Setup::SplitCubic,
+        "wg+split" => Setup::Split,
+        "wg+starpep" => Setup::Starpep,
+        "wg+starpep-clamp" => Setup::StarpepClamp,
+        _ => return None,
+    })
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+/// The tree that runs the cells (`git describe --always --dirty`), or the crate version.
+fn commit() -> String {
+    std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| format!("v{}", env!("CARGO_PKG_VERSION")))
+}
+
+/// Runs one cell; any failure becomes a failed cell.
+pub fn run_cell(spec: &CellSpec, args: &RunArgs, commit: &str) -> CellResult {
+    let started = unix_now();
+    match measure(spec, args, commit, started) {
+        Ok(c) => c,
+        Err(e) => CellResult::failed(spec, commit, started, format!("{e:#}")),
+    }
+}
+
+fn measure(
+    spec: &CellSpec,
+    args: &RunArgs,
+    commit: &str,
+    started: f64,
+) -> anyhow::Result<CellResult> {
+    spec.validate().map_err(|e| anyhow::anyhow!(e))?;
+    let setup = bench_setup(&spec.setup).ok_or_else(|| {
+        anyhow::anyhow!("setup {} is not in this build of the suite yet", spec.setup)
+    })?;
+    let found = Profile::find(&spec.link)?;
+    let mut c = CellResult::empty(spec, commit, started);
+    let d = DemoArgs {
+        profile: spec.link.clone(),
+        trace_bw: args.trace_bw.clone(),
+        trace_delay: args.trace_delay.clone(),
+        seconds: spec.duration_s.ceil() as u64,
+        server_rtt: Duration::from_secs_f64(spec.server_rtt_ms / 1000.0),
+        setups: Vec::new(),
+        pep_set: args.pep_set.clone(),
+        json: None,
+        keep: None,
+        cc: spec.cc.clone(),
+        seed: Some(spec.seed),
+    };
+    let scratch = std::env::temp_dir().join(format!("starpep-run-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let profile = demo::retraced(&found, &d, &scratch)?;
+    c.configs = pep_set(setup, &Profile::load(&profile)?, &args.pep_set);
+    match spec.app.as_str() {
+        "bulk" => {
+            let r = demo::one(&d, &profile, setup)?;
+            c.goodput_mbps = Some(r.goodput_mbps);
+            c.capacity_mbps = Some(r.capacity_mbps);
+            c.utilisation = Some(r.utilisation);
+            c.owd_ms = Some(Pct3 {
+                p50: r.owd_p50_ms,
+                p95: r.owd_p95_ms,
+                p99: r.owd_p99_ms,
+            });
+            c.queueing_ms = Some(Pct2 {
+                p50: r.queueing_p50_ms,
+                p95: r.queueing_p95_ms,
+            });
+            c.proxy_queue_ms = r.proxy_queue_ms;
+            c.sat_queue_ms = Some(r.sat_queue_ms);
+            c.bytes = Some(r.bytes);
+            c.sha256_equal = Some(r.sha256_match);
+            c.emulator = r.emulator;
+            anyhow::ensure!(r.sha256_match, "payload sha256 differs");
+        }
+        "file" => {
+            let sizes = [1_000_000, 30_000_000];
+            let t = split::download_times(
+                &profile,
+                setup,
+                &c.configs,
+                &sizes,
+                &spec.cc,
+                spec.seed,
+                d.server_rtt,
+            )?;
+            c.file_1mb_s = Some(t[0].as_secs_f64());
+            c.file_30mb_s = Some(t[1].as_secs_f64());
+            c.bytes = Some(sizes.iter().sum::<usize>() as u64);
+            // download() verifies every byte against the pattern.
+            c.sha256_equal = Some(true);
+        }
+        other => anyhow::bail!("app {other} is not in this build of the suite yet"),
+    }
+    Ok(c)
+}
+
+pub fn run(args: &RunArgs) -> anyhow::Result<()> {
+    let commit = commit();
+    if let Some(setup) = &args.setup {
+        let spec = CellSpec {
+            setup: setup.clone(),
+            link: args.link.clone(),
+            app: args.app.clone(),
+            cc: args.cc.clone(),
+            seed: args.seed,
+            duration_s: args.duration,
+            server_rtt_ms: args.server_rtt.as_secs_f64() * 1000.0,
+        };
+        spec.validate().map_err(|e| anyhow::anyhow!(e))?;
+        let c = run_cell(&spec, args, &commit);
+        if !args.json {
+            eprintln!("{}: {:?}", spec.label(), c.status);
+        }
+        println!("{}", serde_json::to_string(&c)?);
+        anyhow::ensure!(
+            c.error.is_none(),
+            "cell failed: {}",
+            c.error.unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let path = match (&args.matrix, args.check) {
+        (Some(p), _) => p.clone(),
+        (None, true) => PathBuf::from("configs/bench/check.toml"),
+        (None, false) => anyhow::bail!("give --setup (one cell), --matrix FILE or --check"),
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+    let mut cells =
+        matrix::parse(&path.display().to_string(), &text).map_err(anyhow::Error::msg)?;
+    if args.check {
+        for c in &mut cells {
+            c.duration_s = c.duration_s.min(10.0);
+        }
+    }
+    std::fs::create_dir_all(&args.out)?;
+    let jsonl = args.out.join("cells.jsonl");
+    let mut out = std::fs::File::create(&jsonl)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", jsonl.display()))?;
+    let t0 = Instant::now();
+    let mut failed = 0;
+    for (i, spec) in cells.iter().enumerate() {
+        let left = if i == 0 {
+            String::new()
+        } else {
+            let per = t0.elapsed().as_secs_f64() / i as f64;
+            format!(
+                ", about {:.0} min left",
+                per * (cells.len() - i) as f64 / 60.0
+            )
+        };
+        eprintln!("[{}/{}{left}] {}", i + 1, cells.len(), spec.label());
+        let c = run_cell(spec, args, &commit);
+        if let Some(e) = &c.error {
+            failed += 1;
+            eprintln!("  failed: {e}");
+        }
+        writeln!(out, "{}", serde_json::to_string(&c)?)?;
+        out.flush()?;
+    }
+    let cmd = format!(
+        "`starpep-bench run --matrix {} --out {}`{}",
+        path.display(),
+        args.out.display(),
+        if args.check {
+            " (--check: 10 s cells)"
+        } else {
+            ""
+        }
+    );
+    write_report(&args.out, &cmd)?;
+    eprintln!(
+        "{} cells ({failed} failed) in {:.1} min: {}",
+        cells.len(),
+        t0.elapsed().as_secs_f64() / 60.0,
+        args.out.join("report.md").display()
+    );
+    Ok(())
+}
+
+/// cells.csv and report.md from cells.jsonl.
+fn write_report(dir: &Path, cmd: &str) -> anyhow::Result<()> {
+    let jsonl = dir.join("cells.jsonl");
+    let text = std::fs::read_to_string(&jsonl)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", jsonl.display()))?;
+    let cells =
+        report::parse_lines(&text).map_err(|e| anyhow::anyhow!("{}: {e}", jsonl.display()))?;
+    let commits: Vec<&str> = {
+        let mut v: Vec<&str> = cells.iter().map(|c| c.commit.as_str()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let header = format!(
+        "Generated by {cmd} at commit {}; regenerate the page with `starpep-bench report {}`.",
+        commits.join(", "),
+        dir.display()
+    );
+    std::fs::write(dir.join("cells.csv"), report::csv(&cells))?;
+    std::fs::write(dir.join("report.md"), report::markdown(&cells, &header))?;
+    Ok(())
+}
+
+pub fn report_cmd(args: &ReportArgs) -> anyhow::Result<()> {
+    write_report(&args.dir, "`starpep-bench run`")?;
+    println!("{}", args.dir.join("report.md").display());
+    Ok(())
+}

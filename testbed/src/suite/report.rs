@@ -1,0 +1,202 @@
+//! The suite's report (pure): the cells' JSON lines → a markdown page of tables (one per link ×
+//! server RTT × application × end-host CC, one row per setup, seeds averaged) and a CSV of every
+//! cell. Failed cells are rows that say why; setups the matrix ran elsewhere but not in a group
+//! are rows that say "not run". Numbers come from the cells only.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::cell::{CellResult, Status, SETUPS};
+
+/// The reference setup of every ratio column.
+pub const REFERENCE: &str = "wg";
+
+/// Parses JSON lines; a line that is not a cell is an error naming its number.
+pub fn parse_lines(text: &str) -> Result<Vec<CellResult>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect()
+}
+
+type GroupKey = (String, u64, String, String);
+
+fn key(c: &CellResult) -> GroupKey {
+    // Server RTT in µs so the key is ordered and exact.
+    (
+        c.link.clone(),
+        (c.server_rtt_ms * 1000.0).round() as u64,
+        c.app.clone(),
+        c.cc.clone(),
+    )
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Mean of one metric over a setup's ok cells.
+fn metric(cells: &[&CellResult], f: impl Fn(&CellResult) -> Option<f64>) -> Option<f64> {
+    mean(&cells.iter().filter_map(|c| f(c)).collect::<Vec<_>>())
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.map_or("—".into(), |x| format!("{x:.digits$}"))
+}
+
+fn ratio(v: Option<f64>, r: Option<f64>) -> String {
+    match (v, r) {
+        (Some(v), Some(r)) if r > 0.0 => format!("{:.2}×", v / r),
+        _ => "—".into(),
+    }
+}
+
+/// Setups in contract order, then any others by name.
+fn order(a: &str) -> (usize, String) {
+    (
+        SETUPS.iter().position(|s| *s == a).unwrap_or(SETUPS.len()),
+        a.to_string(),
+    )
+}
+
+/// The markdown page. `header` goes first (the command and commit that produced the cells).
+pub fn markdown(cells: &[CellResult], header: &str) -> String {
+    let mut s = String::new();
+    let failed = cells.iter().filter(|c| c.status == Status::Failed).count();
+    let _ = writeln!(s, "# StarPEP-WG benchmark report\n\n{header}\n");
+    let _ = writeln!(
+        s,
+        "{} cells, {failed} failed. Ratios are against `{REFERENCE}` in the same table. \
+         Seeds are averaged (n = ok cells).\n",
+        cells.len()
+    );
+    let mut setups: Vec<String> = cells.iter().map(|c| c.setup.clone()).collect();
+    setups.sort_by_key(|a| order(a));
+    setups.dedup();
+    let mut groups: BTreeMap<GroupKey, Vec<&CellResult>> = BTreeMap::new();
+    for c in cells {
+        groups.entry(key(c)).or_default().push(c);
+    }
+    for ((link, rtt_us, app, cc), group) in &groups {
+        let rtt = *rtt_us as f64 / 1000.0;
+        let _ = writeln!(s, "## {link}, {app}, {cc} end hosts, server RTT {rtt} ms\n");
+        let by_setup = |name: &str| -> (Vec<&CellResult>, Vec<&CellResult>) {
+            group
+                .iter()
+                .filter(|c| c.setup == name)
+                .partition(|c| c.status == Status::Ok)
+        };
+        let (ref_ok, _) = by_setup(REFERENCE);
+        if app == "file" {
+            let _ = writeln!(
+                s,
+                "| setup | n | 1 MB (s) | 30 MB (s) | 1 MB vs {REFERENCE} | 30 MB vs {REFERENCE} |\n\
+                 |---|---|---|---|---|---|"
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "| setup | n | goodput (Mbit/s) | utilisation | OWD p50 (ms) | OWD p95 (ms) | \
+                 queueing p50 (ms) | queueing p95 (ms) | in the PEP (ms) | satellite queue (ms) | \
+                 goodput vs {REFERENCE} | OWD p50 vs {REFERENCE} |\n\
+                 |---|---|---|---|---|---|---|---|---|---|---|---|"
+            );
+        }
+        for name in &setups {
+            let (ok, bad) = by_setup(name);
+            if ok.is_empty() {
+                let why = match bad.first() {
+                    Some(c) => format!(
+                        "failed: {}",
+                        c.error.as_deref().unwrap_or("no reason").replace('|', "/")
+                    ),
+                    None => "not run".into(),
+                };
+                let _ = writeln!(s, "| {name} | 0 | {why} |");
+                continue;
+            }
+            let n = if bad.is_empty() {
+                ok.len().to_string()
+            } else {
+                format!("{} ({} failed)", ok.len(), bad.len())
+            };
+            if app == "file" {
+                let f1 = metric(&ok, |c| c.file_1mb_s);
+                let f30 = metric(&ok, |c| c.file_30mb_s);
+                let _ = writeln!(
+                    s,
+                    "| {name} | {n} | {} | {} | {} | {} |",
+                    num(f1, 2),
+                    num(f30, 1),
+                    ratio(f1, metric(&ref_ok, |c| c.file_1mb_s)),
+                    ratio(f30, metric(&ref_ok, |c| c.file_30mb_s)),
+                );
+            } else {
+                let g = metric(&ok, |c| c.goodput_mbps);
+                let o = metric(&ok, |c| c.owd_ms.map(|x| x.p50));
+                let _ = writeln!(
+                    s,
+                    "| {name} | {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    num(g, 2),
+                    metric(&ok, |c| c.utilisation)
+                        .map_or("—".into(), |u| format!("{:.0} %", u * 100.0)),
+                    num(o, 1),
+                    num(metric(&ok, |c| c.owd_ms.map(|x| x.p95)), 1),
+                    num(metric(&ok, |c| c.queueing_ms.map(|x| x.p50)), 1),
+                    num(metric(&ok, |c| c.queueing_ms.map(|x| x.p95)), 1),
+                    num(metric(&ok, |c| c.proxy_queue_ms), 1),
+                    num(metric(&ok, |c| c.sat_queue_ms), 1),
+                    ratio(g, metric(&ref_ok, |c| c.goodput_mbps)),
+                    ratio(o, metric(&ref_ok, |c| c.owd_ms.map(|x| x.p50))),
+                );
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Every cell as one CSV row (nested delays flattened: `owd_ms_p50`, …).
+pub fn csv(cells: &[CellResult]) -> String {
+    let mut s = String::from(
+        "setup,link,app,cc,seed,duration_s,server_rtt_ms,status,goodput_mbps,capacity_mbps,\
+         utilisation,owd_ms_p50,owd_ms_p95,owd_ms_p99,queueing_ms_p50,queueing_ms_p95,\
+         proxy_queue_ms,sat_queue_ms,file_1mb_s,file_30mb_s,bytes,sha256_equal,commit,error\n",
+    );
+    let o = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
+    for c in cells {
+        let status = match c.status {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+        };
+        let err = c.error.as_deref().unwrap_or("").replace('"', "'");
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{status},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{err}\"",
+            c.setup,
+            c.link,
+            c.app,
+            c.cc,
+            c.seed,
+            c.duration_s,
+            c.server_rtt_ms,
+            o(c.goodput_mbps),
+            o(c.capacity_mbps),
+            o(c.utilisation),
+            o(c.owd_ms.map(|x| x.p50)),
+            o(c.owd_ms.map(|x| x.p95)),
+            o(c.owd_ms.map(|x| x.p99)),
+            o(c.queueing_ms.map(|x| x.p50)),
+            o(c.queueing_ms.map(|x| x.p95)),
+            o(c.proxy_queue_ms),
+            o(c.sat_queue_ms),
+            o(c.file_1mb_s),
+            o(c.file_30mb_s),
+            c.bytes.map_or(String::new(), |b| b.to_string()),
+            c.sha256_equal.map_or(String::new(), |b| b.to_string()),
+            c.commit,
+        );
+    }
+    s
+}
