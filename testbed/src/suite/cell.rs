@@ -54,7 +54,7 @@ impl CellSpec {
         check("setup", &self.setup, &SETUPS)?;
         check("app", &self.app, &APPS)?;
         check("cc", &self.cc, &CCS)?;
-        if !(self.duration_s > 0.0) {
+        if self.duration_s.is_nan() || self.duration_s <= 0.0 {
             return Err(format!(
                 "duration must be positive, got {}",
                 self.duration_s
