@@ -6,7 +6,6 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -31,22 +30,14 @@ impl Carry {
     }
 }
 
-/// Runs `f` on a thread that entered `node`'s network namespace; sockets it creates live there
-/// (and can be used from any thread afterwards).
+/// [`Topology::run_in`], for tests: a failure to enter the namespace is a test failure.
 pub fn in_ns<T: Send + 'static>(
     topo: &Topology,
     node: Node,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> T {
-    let path = format!("/run/netns/{}", topo.ns(node));
-    std::thread::spawn(move || {
-        let fd = std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
-        nix::sched::setns(fd.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
-            .unwrap_or_else(|e| panic!("setns {path}: {e}"));
-        f()
-    })
-    .join()
-    .expect("namespace thread panicked")
+    topo.run_in(node, f)
+        .unwrap_or_else(|e| panic!("{node:?}: {e}"))
 }
 
 pub fn listen(topo: &Topology, node: Node, addr: SocketAddr) -> TcpListener {

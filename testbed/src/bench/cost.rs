@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::topo::{addr, Node, TopoSpec, Topology};
 
 use super::cpu;
-use super::split::{in_ns, start_daemon};
+use super::split::start_daemon;
 
 #[derive(Debug, clap::Args)]
 pub struct CostArgs {
@@ -45,7 +45,7 @@ fn one(mode: &str, args: &CostArgs) -> anyhow::Result<Cost> {
     let mut pop = start_daemon(&topo, Node::Pop, "starpep-pop", "pop-pep", &set)?;
     let mut bx = start_daemon(&topo, Node::Box, "starpep-client", "box-pep", &set)?;
     let dst = SocketAddr::from((addr::SRV, 5501));
-    let l: TcpListener = in_ns(&topo.ns(Node::Srv), move || TcpListener::bind(dst))??;
+    let l: TcpListener = topo.run_in(Node::Srv, move || TcpListener::bind(dst))??;
     let total = Duration::from_secs(args.seconds + 4);
     let n = args.flows;
     let server = std::thread::spawn(move || -> std::io::Result<()> {
@@ -70,7 +70,7 @@ fn one(mode: &str, args: &CostArgs) -> anyhow::Result<Cost> {
     });
     let mut clients = Vec::new();
     for _ in 0..n {
-        let c: TcpStream = in_ns(&topo.ns(Node::Pc), move || TcpStream::connect(dst))??;
+        let c: TcpStream = topo.run_in(Node::Pc, move || TcpStream::connect(dst))??;
         clients.push(std::thread::spawn(move || {
             let mut c = c;
             let mut b = vec![0u8; 1 << 16];

@@ -18,8 +18,8 @@ use serde_json::Value;
 use crate::link::{retrace, Profile};
 use crate::topo::{addr, Node, TopoSpec, Topology};
 
-use super::sibling_bin;
 use super::split::{pep_set, start_daemon, Setup};
+use super::{sibling_bin, WARM_UP};
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
@@ -235,12 +235,7 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
             &box_set,
         )?);
     }
-    let srv = addr::SRV.to_string();
-    let reachable = (0..20).any(|_| {
-        topo.exec(Node::Pc, &["ping", "-c", "1", "-W", "2", &srv])
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    });
+    let reachable = topo.wait_reachable(Node::Pc, &addr::SRV.to_string(), WARM_UP);
     anyhow::ensure!(reachable, "{}: pc cannot reach srv", setup.label());
 
     let owd = sibling_bin("owd-bulk")?;

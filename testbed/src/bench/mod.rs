@@ -16,6 +16,9 @@ pub mod vpn;
 
 use std::path::PathBuf;
 
+/// How long a bench waits for pc to reach srv before measuring (routes up, handshake done).
+pub const WARM_UP: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// A binary next to the running one (`target/<profile>/NAME`), built by the same cargo build.
 pub fn sibling_bin(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;

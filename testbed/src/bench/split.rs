@@ -10,7 +10,6 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -178,21 +177,6 @@ pub struct Run {
     pub goodput_mbit: f64,
 }
 
-/// Runs `f` on a thread inside `ns` (sockets it opens live there).
-pub(crate) fn in_ns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> anyhow::Result<T> {
-    let path = format!("/run/netns/{ns}");
-    std::thread::spawn(move || -> anyhow::Result<T> {
-        let fd = std::fs::File::open(&path)?;
-        nix::sched::setns(fd.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)?;
-        Ok(f())
-    })
-    .join()
-    .map_err(|_| anyhow::anyhow!("namespace thread panicked"))?
-}
-
 /// `text` with `KEY=VALUE` overrides in its `[PEP]` section (the file's last section).
 fn patch_pep(text: &str, set: &[String]) -> anyhow::Result<String> {
     let mut out = text.to_string();
@@ -310,7 +294,7 @@ fn pattern(i: usize) -> u8 {
 fn download(topo: &Topology, bytes: usize, cc: &str) -> anyhow::Result<Duration> {
     let dst: SocketAddr = SocketAddr::from((addr::SRV, 5401));
     let c2 = cc.to_string();
-    let l = in_ns(&topo.ns(Node::Srv), move || cc_listener(dst, &c2))??;
+    let l = topo.run_in(Node::Srv, move || cc_listener(dst, &c2))??;
     let data: Vec<u8> = (0..bytes).map(pattern).collect();
     let server = std::thread::spawn(move || -> std::io::Result<()> {
         let (mut c, _) = l.accept()?;
@@ -323,7 +307,7 @@ fn download(topo: &Topology, bytes: usize, cc: &str) -> anyhow::Result<Duration>
     });
     let t0 = Instant::now();
     let c2 = cc.to_string();
-    let mut c = in_ns(&topo.ns(Node::Pc), move || cc_connect(dst, &c2))??;
+    let mut c = topo.run_in(Node::Pc, move || cc_connect(dst, &c2))??;
     c.write_all(b"G")?;
     let mut buf = vec![0u8; 1 << 16];
     let mut got = 0;
@@ -397,12 +381,7 @@ pub(crate) fn download_times(
         daemons.push(start_daemon(&topo, Node::Box, "starpep-client", b, set)?);
     }
     // Warm-up: the path works (and the WireGuard handshake is done) before timing.
-    let srv = addr::SRV.to_string();
-    let ok = (0..10).any(|_| {
-        topo.exec(Node::Pc, &["ping", "-c", "1", "-W", "2", &srv])
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    });
+    let ok = topo.wait_reachable(Node::Pc, &addr::SRV.to_string(), super::WARM_UP);
     anyhow::ensure!(ok, "{}: pc cannot reach srv", setup.label());
     let took = sizes
         .iter()

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::topo::{Node, Proc, Topology};
+use crate::topo::{addr, Node, Proc, Topology};
 
 use super::sibling_bin;
 
@@ -171,18 +171,11 @@ pub fn up(topo: &Topology, setup: Setup, tag: &str) -> anyhow::Result<Running> {
         }
     };
     // Handshake before measuring.
-    let end = Instant::now() + Duration::from_secs(10);
-    while !topo
-        .exec(Node::Pc, &["ping", "-c", "1", "-W", "1", "10.2.0.2"])?
-        .status
-        .success()
-    {
-        anyhow::ensure!(
-            Instant::now() < end,
-            "{}: pc cannot reach srv",
-            setup.name()
-        );
-    }
+    anyhow::ensure!(
+        topo.wait_reachable(Node::Pc, &addr::SRV.to_string(), super::WARM_UP),
+        "{}: pc cannot reach srv",
+        setup.name()
+    );
     Ok(running)
 }
 

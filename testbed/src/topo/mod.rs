@@ -92,6 +92,51 @@ impl Topology {
     }
 
     /// Runs a command inside `node` and returns its output, whatever its exit status.
+    /// Runs `f` on a thread that entered `node`'s network namespace; sockets it creates live
+    /// there (and can be used from any thread afterwards).
+    pub fn run_in<T: Send + 'static>(
+        &self,
+        node: Node,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, TopoError> {
+        self.require(node)?;
+        let path = format!("/run/netns/{}", self.ns(node));
+        let what = format!("entering {path}");
+        std::thread::spawn(move || -> std::io::Result<T> {
+            let fd = std::fs::File::open(&path)?;
+            nix::sched::setns(
+                std::os::fd::AsFd::as_fd(&fd),
+                nix::sched::CloneFlags::CLONE_NEWNET,
+            )
+            .map_err(std::io::Error::from)?;
+            Ok(f())
+        })
+        .join()
+        .map_err(|_| TopoError::Io {
+            what: what.clone(),
+            source: std::io::Error::other("namespace thread panicked"),
+        })?
+        .map_err(|source| TopoError::Io { what, source })
+    }
+
+    /// Pings `dst` from `node` until a reply comes or `timeout` passes (the warm-up before a
+    /// measurement: routes are up and a WireGuard handshake is done); whether it replied.
+    pub fn wait_reachable(&self, node: Node, dst: &str, timeout: std::time::Duration) -> bool {
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            let ok = self
+                .exec(node, &["ping", "-c", "1", "-W", "1", dst])
+                .map(|o| o.status.success())
+                .unwrap_or(false);
+            if ok {
+                return true;
+            }
+            if std::time::Instant::now() >= end {
+                return false;
+            }
+        }
+    }
+
     pub fn exec<S: AsRef<OsStr>>(&self, node: Node, args: &[S]) -> Result<Output, TopoError> {
         self.require(node)?;
         netns::command(&self.ns(node), args)
