@@ -263,6 +263,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         t0.elapsed().as_secs_f64() / 60.0,
         args.out.join("report.md").display()
     );
+    // The check is a test: every one of its cells must work.
+    anyhow::ensure!(!args.check || failed == 0, "{failed} cells of the check failed");
     Ok(())
 }
 
