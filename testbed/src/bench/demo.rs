@@ -235,6 +235,7 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
             &box_set,
         )?);
     }
+    let _wg_go = super::split::start_wireguard_go(&topo, setup)?;
     let reachable = topo.wait_reachable(Node::Pc, &addr::SRV.to_string(), WARM_UP);
     anyhow::ensure!(reachable, "{}: pc cannot reach srv", setup.label());
 

@@ -74,6 +74,7 @@ fn bench_setup(name: &str) -> Option<Setup> {
         "plain" => Setup::Plain,
         "pep" => Setup::PepNoVpn,
         "wg" => Setup::Wireguard,
+        "wg-go" => Setup::WireguardGo,
         "wg+split-cubic" => Setup::SplitCubic,
         "wg+split" => Setup::Split,
         "wg+starpep" => Setup::Starpep,
@@ -264,7 +265,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         args.out.join("report.md").display()
     );
     // The check is a test: every one of its cells must work.
-    anyhow::ensure!(!args.check || failed == 0, "{failed} cells of the check failed");
+    anyhow::ensure!(
+        !args.check || failed == 0,
+        "{failed} cells of the check failed"
+    );
     Ok(())
 }
 

@@ -68,6 +68,8 @@ pub enum Setup {
     StarpepClamp,
     /// `configs/{box,pop}-pep-none.conf`: the PEP without VPN, plain routing.
     PepNoVpn,
+    /// Stock wireguard-go + `wg` at box and POP (`bench::vpn`).
+    WireguardGo,
 }
 
 impl serde::Serialize for Setup {
@@ -77,7 +79,7 @@ impl serde::Serialize for Setup {
 }
 
 impl Setup {
-    pub const ALL: [Setup; 7] = [
+    pub const ALL: [Setup; 8] = [
         Setup::Plain,
         Setup::Wireguard,
         Setup::Split,
@@ -85,6 +87,7 @@ impl Setup {
         Setup::Starpep,
         Setup::StarpepClamp,
         Setup::PepNoVpn,
+        Setup::WireguardGo,
     ];
 
     pub fn parse(s: &str) -> anyhow::Result<Setup> {
@@ -111,6 +114,7 @@ impl Setup {
             Setup::Starpep => "starpep",
             Setup::StarpepClamp => "starpep-clamp",
             Setup::PepNoVpn => "pep-novpn",
+            Setup::WireguardGo => "wireguard-go",
         }
     }
 
@@ -123,13 +127,14 @@ impl Setup {
             Setup::Starpep => "WireGuard + StarPEP",
             Setup::StarpepClamp => "StarPEP (clamp)",
             Setup::PepNoVpn => "PEP without VPN",
+            Setup::WireguardGo => "wireguard-go",
         }
     }
 
     /// Config names (box, POP) in `configs/`, if daemons run.
     pub(crate) fn configs(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Setup::Plain => None,
+            Setup::Plain | Setup::WireguardGo => None,
             Setup::Wireguard => Some(("box", "pop")),
             Setup::Split | Setup::SplitCubic | Setup::Starpep | Setup::StarpepClamp => {
                 Some(("box-pep", "pop-pep"))
@@ -145,7 +150,7 @@ impl Setup {
             Setup::SplitCubic => &["Mode=split", "Congestion=cubic"],
             Setup::Starpep => &["Mode=starpep"],
             Setup::StarpepClamp => &["Mode=starpep", "WindowControl=clamp"],
-            Setup::Plain | Setup::Wireguard | Setup::PepNoVpn => &[],
+            Setup::Plain | Setup::Wireguard | Setup::PepNoVpn | Setup::WireguardGo => &[],
         }
     }
 
@@ -175,6 +180,17 @@ pub struct Run {
     pub ideal_seconds: f64,
     pub ratio: f64,
     pub goodput_mbit: f64,
+}
+
+/// wireguard-go at box and POP if `setup` is that (stopped when the value drops).
+pub(crate) fn start_wireguard_go(
+    topo: &Topology,
+    setup: Setup,
+) -> anyhow::Result<Option<super::vpn::Running>> {
+    if setup != Setup::WireguardGo {
+        return Ok(None);
+    }
+    super::vpn::up(topo, super::vpn::Setup::WireguardGo, "g").map(Some)
 }
 
 /// `text` with `KEY=VALUE` overrides in its `[PEP]` section (the file's last section).
@@ -380,6 +396,7 @@ pub(crate) fn download_times(
         daemons.push(start_daemon(&topo, Node::Pop, "starpep-pop", p, set)?);
         daemons.push(start_daemon(&topo, Node::Box, "starpep-client", b, set)?);
     }
+    let _wg_go = start_wireguard_go(&topo, setup)?;
     // Warm-up: the path works (and the WireGuard handshake is done) before timing.
     let ok = topo.wait_reachable(Node::Pc, &addr::SRV.to_string(), super::WARM_UP);
     anyhow::ensure!(ok, "{}: pc cannot reach srv", setup.label());
