@@ -110,7 +110,9 @@ pub fn shipped_conf(name: &str, set: &[(&str, &str)]) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../configs/{name}.conf"));
     let mut text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let pep_at = text.find("[PEP]").expect("[PEP] section");
-    let mode = std::env::var("STARPEP_TEST_MODE").ok();
+    let mode = std::env::var("STARPEP_TEST_MODE")
+        .ok()
+        .filter(|m| !m.is_empty());
     let mut set: Vec<(&str, &str)> = set.to_vec();
     if let Some(m) = mode.as_deref() {
         if !set.iter().any(|(k, _)| k.eq_ignore_ascii_case("Mode")) {

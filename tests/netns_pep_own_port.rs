@@ -42,7 +42,11 @@ fn direct_connections_to_the_proxy_port_are_refused() {
     }
     let topo = Topology::build(TopoSpec::direct()).expect("topology");
     let (bx, pop) = start_pair(&topo, Carry::Tunnel, &[], &[]);
-    std::thread::sleep(Duration::from_millis(300));
+    // Both listeners up and the handshake done (the POP's tunnel address answers).
+    assert!(
+        topo.wait_reachable(Node::Pc, "10.8.0.1", Duration::from_secs(10)),
+        "the tunnel did not come up"
+    );
     let targets = [
         // The box's LAN address and its tunnel address.
         format!("{}:8399", addr::BOX_LAN),
