@@ -250,9 +250,9 @@ impl Controller {
             .at(now);
         }
         let mut sat_mss = DEFAULT_MSS;
-        // Only on LEO paths: there the path changes every few seconds and ProbeRTT is the
-        // rule; on a long stable path (GEO) samples keep refreshing BBR's filter, and a restart
-        // (STARTUP, then DRAIN for a round trip) would cost seconds.
+        // Only on LEO paths, where the path changes every few seconds and ProbeRTT is the rule
+        // (measured). On GEO a restart means STARTUP, then DRAIN for a 500 ms round trip: not
+        // measured there, so GEO keeps BBR's own ProbeRTT.
         let leo = self.base.get().is_some_and(|b| b <= LEO_MAX_RTT);
         let restart_cc = s
             .sat
