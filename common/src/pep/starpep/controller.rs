@@ -32,8 +32,11 @@ pub const IDLE_PERIOD: Duration = Duration::from_millis(50);
 /// Above this satellite RTT a path is not LEO (GEO is 500 ms or more): `Reconfig = starlink`
 /// does not shape it, and BBR's ProbeRTT is not pre-empted on it.
 pub const LEO_MAX_RTT: Duration = Duration::from_millis(150);
-/// The satellite segment's queue target is at least this fraction of its base RTT.
-pub const LINK_QUEUE_PER_RTT: f64 = 0.25;
+/// The satellite segment's queue target is at least this fraction of its base RTT: room for
+/// BBR's gain cycle, whose 1.25 phase adds a quarter of a BDP and whose 0.75 phase takes one
+/// away. With a quarter the drain phase emptied a GEO link every cycle (30 MB on geo: 35.5 s;
+/// with half, 31.6 s, as plain splitting).
+pub const LINK_QUEUE_PER_RTT: f64 = 0.5;
 /// A satellite socket with nothing unsent and less than this fraction of its in-flight cap
 /// used was starved by the PEP: its delivery says nothing about the link.
 const SUPPLY_LIMITED: f64 = 0.75;
@@ -360,8 +363,9 @@ impl Controller {
         let c = self.rate.capacity().map_or(r, |c| c.max(r));
         let link_cap = match base.or(Some(self.p.link_rtt)) {
             Some(b) if !self.p.link_queue.is_zero() => {
-                // The queue target grows with long paths: room to grow by a quarter per round
-                // trip (a GEO flow would otherwise add 10 ms per 500 ms round).
+                // The queue target grows with long paths (LINK_QUEUE_PER_RTT: BBR's gain cycle
+                // needs half a base RTT of room; a GEO flow would otherwise idle in its drain
+                // phase).
                 let g = self.p.link_queue.max(b.mul_f64(LINK_QUEUE_PER_RTT));
                 let inflight = if forced {
                     // Around a reconfiguration: no queue target, so the instant finds the
