@@ -32,11 +32,13 @@ pub const IDLE_PERIOD: Duration = Duration::from_millis(50);
 /// Above this satellite RTT a path is not LEO (GEO is 500 ms or more): `Reconfig = starlink`
 /// does not shape it, and BBR's ProbeRTT is not pre-empted on it.
 pub const LEO_MAX_RTT: Duration = Duration::from_millis(150);
-/// The satellite segment's queue target is at least this fraction of its base RTT: room for
-/// BBR's gain cycle, whose 1.25 phase adds a quarter of a BDP and whose 0.75 phase takes one
-/// away. With a quarter the drain phase emptied a GEO link every cycle (30 MB on geo: 35.5 s;
-/// with half, 31.6 s, as plain splitting).
-pub const LINK_QUEUE_PER_RTT: f64 = 0.5;
+/// The satellite segment's queue target is at least this fraction of its base RTT (LEO), and
+/// [`LINK_QUEUE_PER_RTT_LONG`] of it on a long path: room for BBR's gain cycle, whose 1.25
+/// phase adds a quarter of a BDP and whose 0.75 phase takes one away. On GEO a quarter let the
+/// drain phase empty the link every cycle (30 MB on geo: 35.5 s; with half, 31.3 s, plain
+/// splitting 32.5 s). On LEO paths LinkQueue (15 ms) is the larger term anyway.
+pub const LINK_QUEUE_PER_RTT: f64 = 0.25;
+pub const LINK_QUEUE_PER_RTT_LONG: f64 = 0.5;
 /// A satellite socket with nothing unsent and less than this fraction of its in-flight cap
 /// used was starved by the PEP: its delivery says nothing about the link.
 const SUPPLY_LIMITED: f64 = 0.75;
@@ -366,7 +368,12 @@ impl Controller {
                 // The queue target grows with long paths (LINK_QUEUE_PER_RTT: BBR's gain cycle
                 // needs half a base RTT of room; a GEO flow would otherwise idle in its drain
                 // phase).
-                let g = self.p.link_queue.max(b.mul_f64(LINK_QUEUE_PER_RTT));
+                let per_rtt = if b > LEO_MAX_RTT {
+                    LINK_QUEUE_PER_RTT_LONG
+                } else {
+                    LINK_QUEUE_PER_RTT
+                };
+                let g = self.p.link_queue.max(b.mul_f64(per_rtt));
                 let inflight = if forced {
                     // Around a reconfiguration: no queue target, so the instant finds the
                     // link's queue empty (the sender's window does the rest).

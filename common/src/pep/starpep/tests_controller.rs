@@ -146,7 +146,7 @@ fn zero_and_missing_samples_fall_back_to_the_configured_link() {
     let d = c.on_samples(ms(T), &no_sat);
     assert_eq!((d.r_down, d.sat_base), (1_000_000.0, None));
     // The configured RTT sizes the in-flight cap until the link's own is measured:
-    // 1 MB/s x (600 ms + 300 ms, half of it as queue target).
+    // 1 MB/s x (600 ms + 300 ms: on a long path half the base RTT is the queue target).
     assert_eq!(d.link_cap, Some(900_000));
     // Without RTT_up the flow is not controlled at all.
     let mut no_rtt = samples(0);
@@ -456,8 +456,8 @@ fn link_cap_is_rate_times_base_rtt_plus_target_and_drains_periodically() {
         let d = c.on_samples(ms(t), &s);
         caps.push((d.link_probe, d.link_cap.unwrap()));
     }
-    // Queue target max(5 ms, base / 2) = 10 ms: 30 ms of R; half the base during the drains.
-    assert!(caps.iter().any(|&(p, cap)| !p && cap == 187_500));
+    // Queue target max(5 ms, base / 4) = 5 ms: 25 ms of R; half the base during the drains.
+    assert!(caps.iter().any(|&(p, cap)| !p && cap == 156_250));
     assert!(caps.iter().any(|&(p, cap)| p && cap == 62_500));
     let drains = caps.windows(2).filter(|w| !w[0].0 && w[1].0).count();
     // 5 s of ticks: a drain every 4 s.
