@@ -103,13 +103,10 @@ pub enum Status {
 /// failed cell, are `null`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
-    pub setup: String,
-    pub link: String,
-    pub app: String,
-    pub cc: String,
-    pub seed: u64,
-    pub duration_s: f64,
-    pub server_rtt_ms: f64,
+    /// What ran (setup, link, app, cc, seed, duration_s, server_rtt_ms: top-level fields of
+    /// the JSON line).
+    #[serde(flatten)]
+    pub spec: CellSpec,
     pub status: Status,
     /// Why a failed cell failed.
     pub error: Option<String>,
@@ -143,13 +140,7 @@ impl CellResult {
     /// A cell with no metrics yet.
     pub fn empty(spec: &CellSpec, commit: &str, started_unix_s: f64) -> CellResult {
         CellResult {
-            setup: spec.setup.clone(),
-            link: spec.link.clone(),
-            app: spec.app.clone(),
-            cc: spec.cc.clone(),
-            seed: spec.seed,
-            duration_s: spec.duration_s,
-            server_rtt_ms: spec.server_rtt_ms,
+            spec: spec.clone(),
             status: Status::Ok,
             error: None,
             goodput_mbps: None,
@@ -176,18 +167,6 @@ impl CellResult {
             status: Status::Failed,
             error: Some(why),
             ..CellResult::empty(spec, commit, started_unix_s)
-        }
-    }
-
-    pub fn spec(&self) -> CellSpec {
-        CellSpec {
-            setup: self.setup.clone(),
-            link: self.link.clone(),
-            app: self.app.clone(),
-            cc: self.cc.clone(),
-            seed: self.seed,
-            duration_s: self.duration_s,
-            server_rtt_ms: self.server_rtt_ms,
         }
     }
 }

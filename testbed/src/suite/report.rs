@@ -25,10 +25,10 @@ type GroupKey = (String, u64, String, String);
 fn key(c: &CellResult) -> GroupKey {
     // Server RTT in µs so the key is ordered and exact.
     (
-        c.link.clone(),
-        (c.server_rtt_ms * 1000.0).round() as u64,
-        c.app.clone(),
-        c.cc.clone(),
+        c.spec.link.clone(),
+        (c.spec.server_rtt_ms * 1000.0).round() as u64,
+        c.spec.app.clone(),
+        c.spec.cc.clone(),
     )
 }
 
@@ -71,7 +71,7 @@ pub fn markdown(cells: &[CellResult], header: &str) -> String {
          Seeds are averaged (n = ok cells).\n",
         cells.len()
     );
-    let mut setups: Vec<String> = cells.iter().map(|c| c.setup.clone()).collect();
+    let mut setups: Vec<String> = cells.iter().map(|c| c.spec.setup.clone()).collect();
     setups.sort_by_key(|a| order(a));
     setups.dedup();
     let mut groups: BTreeMap<GroupKey, Vec<&CellResult>> = BTreeMap::new();
@@ -84,7 +84,7 @@ pub fn markdown(cells: &[CellResult], header: &str) -> String {
         let by_setup = |name: &str| -> (Vec<&CellResult>, Vec<&CellResult>) {
             group
                 .iter()
-                .filter(|c| c.setup == name)
+                .filter(|c| c.spec.setup == name)
                 .partition(|c| c.status == Status::Ok)
         };
         let (ref_ok, _) = by_setup(REFERENCE);
@@ -174,13 +174,13 @@ pub fn csv(cells: &[CellResult]) -> String {
         let _ = writeln!(
             s,
             "{},{},{},{},{},{},{},{status},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{err}\"",
-            c.setup,
-            c.link,
-            c.app,
-            c.cc,
-            c.seed,
-            c.duration_s,
-            c.server_rtt_ms,
+            c.spec.setup,
+            c.spec.link,
+            c.spec.app,
+            c.spec.cc,
+            c.spec.seed,
+            c.spec.duration_s,
+            c.spec.server_rtt_ms,
             o(c.goodput_mbps),
             o(c.capacity_mbps),
             o(c.utilisation),

@@ -84,7 +84,7 @@ fn the_report_shows_failed_and_missing_cells_and_ratios_from_the_cells() {
     ];
     // A second link where only wg ran: the other setups are "not run" there.
     let mut geo = ok("wg", 9.0, 300.0);
-    geo.link = "geo".into();
+    geo.spec.link = "geo".into();
     cells.push(geo);
     let text: String = cells
         .iter()
