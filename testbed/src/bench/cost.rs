@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::topo::{addr, Node, TopoSpec, Topology};
 
 use super::cpu;
-use super::split::start_daemon;
+use super::setup::start_daemon;
 
 #[derive(Debug, clap::Args)]
 pub struct CostArgs {

@@ -10,16 +10,18 @@
 //! (satlink). satlink starts aligned to Starlink's :12/:27/:42/:57 grid, where the PEP's
 //! `Reconfig = starlink` expects the reconfigurations.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::link::{retrace, Profile};
-use crate::topo::{addr, Node, TopoSpec, Topology};
+use crate::topo::{Node, Topology};
 
-use super::split::{pep_set, start_daemon, Setup};
-use super::{sibling_bin, WARM_UP};
+use super::bed::{Bed, BedSpec};
+use super::setup::{pep_set, Setup};
+use super::sibling_bin;
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
@@ -202,46 +204,21 @@ fn print_table(rows: &[DemoRow]) {
 }
 
 pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Result<DemoRow> {
-    let spec = if setup.plain_routes() {
-        TopoSpec::satlink().with_plain_routes()
-    } else {
-        TopoSpec::satlink()
-    };
-    let topo = Topology::build(spec.with_server_rtt(args.server_rtt))?;
-    let _ter = match topo.has(Node::Ter) {
-        true => Some(topo.spawn_terrestrial(&sibling_bin("satlink")?)?),
-        false => None,
-    };
-    let stats = topo.tmpdir().join("satlink.json");
-    let stats_s = stats.display().to_string();
-    let seed = args.seed.map(|s| s.to_string());
-    let mut sat_args = vec!["--start", "aligned", "--stats-json", &stats_s];
-    if let Some(s) = &seed {
-        sat_args.extend(["--seed", s]);
-    }
-    let mut link = topo.spawn_satlink(&sibling_bin("satlink")?, profile, &sat_args)?;
-    let ctl_log = topo.tmpdir().join("control-pop.jsonl");
-    let mut daemons = Vec::new();
-    if let Some((b, p)) = setup.configs() {
-        let mut set = pep_set(setup, &Profile::load(profile)?, &args.pep_set);
-        let box_set = set.clone();
-        set.push(format!("ControlLog={}", ctl_log.display()));
-        daemons.push(start_daemon(&topo, Node::Pop, "starpep-pop", p, &set)?);
-        daemons.push(start_daemon(
-            &topo,
-            Node::Box,
-            "starpep-client",
-            b,
-            &box_set,
-        )?);
-    }
-    let _wg_go = super::split::start_wireguard_go(&topo, setup)?;
-    let reachable = topo.wait_reachable(Node::Pc, &addr::SRV.to_string(), WARM_UP);
-    anyhow::ensure!(reachable, "{}: pc cannot reach srv", setup.label());
-
+    let set = pep_set(setup, &Profile::load(profile)?, &args.pep_set);
+    let mut bed = Bed::up(&BedSpec {
+        setup,
+        profile,
+        pep_set: &set,
+        seed: args.seed,
+        server_rtt: args.server_rtt,
+        aligned: true,
+        control_log: true,
+    })?;
+    let topo = &bed.topo;
     let owd = sibling_bin("owd-bulk")?;
     let owd = owd.display().to_string();
-    let listen = format!("{}:5601", addr::SRV);
+    let listen = "0.0.0.0:5601";
+    let connect = SocketAddr::new(bed.srv_addr(), 5601).to_string();
     let send_json = topo.tmpdir().join("send.json").display().to_string();
     let recv_json = topo.tmpdir().join("recv.json").display().to_string();
     let samples = topo.tmpdir().join("samples.csv");
@@ -254,7 +231,7 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
             &owd,
             "send",
             "--listen",
-            &listen,
+            listen,
             "--duration",
             &duration,
             "--cc",
@@ -268,14 +245,14 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
             &send_json,
         ],
     )?;
-    wait_listening(&topo, 5601)?;
+    wait_listening(topo, 5601)?;
     topo.run_ok(
         Node::Pc,
         &[
             &owd,
             "recv",
             "--connect",
-            &listen,
+            &connect,
             "--json",
             &recv_json,
             "--samples",
@@ -286,19 +263,18 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
         .wait_timeout(Duration::from_secs(30))
         .ok_or_else(|| anyhow::anyhow!("owd-bulk sender did not finish"))?;
     anyhow::ensure!(sent.success(), "owd-bulk sender failed: {}", sender.log());
-    for mut d in daemons {
-        d.stop();
-    }
-    link.stop();
+    bed.stop();
     let recv: Value = serde_json::from_str(&std::fs::read_to_string(&recv_json)?)?;
     let send: Value = serde_json::from_str(&std::fs::read_to_string(&send_json)?)?;
-    let sat: Value = serde_json::from_str(&std::fs::read_to_string(&stats)?)?;
+    let sat = bed.satlink_stats()?;
     let chunks = read_samples(&samples)?;
-    let ctl = std::fs::read_to_string(&ctl_log).ok();
+    let ctl = bed.control_log();
     if let Some(dir) = &args.keep {
         let dir = dir.join(setup.name());
         std::fs::create_dir_all(&dir)?;
-        for f in [&stats, &samples, &ctl_log, &topo.tmpdir().join("recv.json")] {
+        let mut keep = bed.artefacts();
+        keep.extend([samples.clone(), bed.topo.tmpdir().join("recv.json")]);
+        for f in &keep {
             if f.exists() {
                 std::fs::copy(f, dir.join(f.file_name().unwrap_or_default()))?;
             }

@@ -4,11 +4,13 @@
 //! the README's main job (LEO trace, VPN only vs VPN + PEP, side by side), `run` the
 //! VPN-vs-PEP suite's cells and matrices (`report` its page).
 
+pub mod bed;
 pub mod cost;
 pub mod cpu;
 pub mod demo;
 pub mod iperf;
 pub mod run;
+pub mod setup;
 pub mod split;
 pub mod sweep;
 pub mod tunnel;

@@ -12,8 +12,10 @@ use crate::link::Profile;
 use crate::suite::cell::{CellResult, CellSpec, Pct2, Pct3};
 use crate::suite::{matrix, report};
 
+use super::bed::BedSpec;
 use super::demo::{self, DemoArgs};
-use super::split::{self, pep_set, Setup};
+use super::setup::{pep_set, Setup};
+use super::split;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -139,47 +141,66 @@ fn measure(
     std::fs::create_dir_all(&scratch)?;
     let profile = demo::retraced(&found, &d, &scratch)?;
     c.configs = pep_set(setup, &Profile::load(&profile)?, &args.pep_set);
+    let set = c.configs.clone();
+    let bed = BedSpec {
+        setup,
+        profile: &profile,
+        pep_set: &set,
+        seed: Some(spec.seed),
+        server_rtt: d.server_rtt,
+        aligned: true,
+        control_log: true,
+    };
     match spec.app.as_str() {
-        "bulk" => {
-            let r = demo::one(&d, &profile, setup)?;
-            c.goodput_mbps = Some(r.goodput_mbps);
-            c.capacity_mbps = Some(r.capacity_mbps);
-            c.utilisation = Some(r.utilisation);
-            c.owd_ms = Some(Pct3 {
-                p50: r.owd_p50_ms,
-                p95: r.owd_p95_ms,
-                p99: r.owd_p99_ms,
-            });
-            c.queueing_ms = Some(Pct2 {
-                p50: r.queueing_p50_ms,
-                p95: r.queueing_p95_ms,
-            });
-            c.proxy_queue_ms = r.proxy_queue_ms;
-            c.sat_queue_ms = Some(r.sat_queue_ms);
-            c.bytes = Some(r.bytes);
-            c.sha256_equal = Some(r.sha256_match);
-            c.emulator = r.emulator;
-            anyhow::ensure!(r.sha256_match, "payload sha256 differs");
-        }
-        "file" => {
-            let sizes = [1_000_000, 30_000_000];
-            let t = split::download_times(
-                &profile,
-                setup,
-                &c.configs,
-                &sizes,
-                &spec.cc,
-                spec.seed,
-                d.server_rtt,
-            )?;
-            c.file_1mb_s = Some(t[0].as_secs_f64());
-            c.file_30mb_s = Some(t[1].as_secs_f64());
-            // download() checks every byte against its pattern (no sha256 for file cells).
-            c.bytes = Some(sizes.iter().sum::<usize>() as u64);
-        }
+        "bulk" => bulk(&d, &bed, &mut c)?,
+        "file" => file(&bed, spec, &mut c)?,
         other => anyhow::bail!("app {other} is not in this build of the suite yet"),
     }
     Ok(c)
+}
+
+/// bulk: a timed download srv → pc with owd-bulk (goodput, one-way delay per chunk).
+fn bulk(d: &DemoArgs, bed: &BedSpec, c: &mut CellResult) -> anyhow::Result<()> {
+    let r = demo::one(d, bed.profile, bed.setup)?;
+    c.goodput_mbps = Some(r.goodput_mbps);
+    c.capacity_mbps = Some(r.capacity_mbps);
+    c.utilisation = Some(r.utilisation);
+    c.owd_ms = Some(Pct3 {
+        p50: r.owd_p50_ms,
+        p95: r.owd_p95_ms,
+        p99: r.owd_p99_ms,
+    });
+    c.queueing_ms = Some(Pct2 {
+        p50: r.queueing_p50_ms,
+        p95: r.queueing_p95_ms,
+    });
+    c.proxy_queue_ms = r.proxy_queue_ms;
+    c.sat_queue_ms = Some(r.sat_queue_ms);
+    c.bytes = Some(r.bytes);
+    c.sha256_equal = Some(r.sha256_match);
+    c.emulator = r.emulator;
+    anyhow::ensure!(r.sha256_match, "payload sha256 differs");
+    Ok(())
+}
+
+/// file: the study's metric, the time to download 30 MB, and 1 MB (startup), one after the
+/// other on fresh connections.
+fn file(bed: &BedSpec, spec: &CellSpec, c: &mut CellResult) -> anyhow::Result<()> {
+    let sizes = [1_000_000, 30_000_000];
+    let t = split::download_times(
+        bed.profile,
+        bed.setup,
+        bed.pep_set,
+        &sizes,
+        &spec.cc,
+        spec.seed,
+        bed.server_rtt,
+    )?;
+    c.file_1mb_s = Some(t[0].as_secs_f64());
+    c.file_30mb_s = Some(t[1].as_secs_f64());
+    // download() checks every byte against its pattern (no sha256 for file cells).
+    c.bytes = Some(sizes.iter().sum::<usize>() as u64);
+    Ok(())
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::link::Profile;
 
 use super::demo::{self, DemoArgs, DemoRow};
-use super::split::Setup;
+use super::setup::Setup;
 
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {

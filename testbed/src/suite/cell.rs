@@ -21,7 +21,7 @@ pub const SETUPS: [&str; 12] = [
 ];
 
 /// The applications (a contract).
-pub const APPS: [&str; 4] = ["bulk", "file", "web", "voip"];
+pub const APPS: [&str; 5] = ["bulk", "file", "web", "voip", "fair"];
 
 /// The end hosts' congestion controls.
 pub const CCS: [&str; 2] = ["cubic", "bbr"];
@@ -92,6 +92,30 @@ pub struct Pct2 {
     pub p95: f64,
 }
 
+/// One direction of a call: what the listener hears.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CallDir {
+    /// One-way delay of the packets that arrived.
+    pub owd_ms: Pct3,
+    /// RFC 3550 interarrival jitter.
+    pub jitter_ms: f64,
+    /// Packets lost (never arrived, or too late for the jitter buffer), as a fraction.
+    pub loss: f64,
+    pub packets_sent: u64,
+    /// G.107 R and MOS (suite::quality) from the OWD p50 plus 2 × jitter and the loss.
+    pub r: f64,
+    pub mos: f64,
+}
+
+/// A G.711 call (20 ms packets each way).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    /// srv → pc (what the user hears).
+    pub down: CallDir,
+    /// pc → srv.
+    pub up: CallDir,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -124,6 +148,20 @@ pub struct CellResult {
     /// file: download times of 1 MB and 30 MB (connect to last byte).
     pub file_1mb_s: Option<f64>,
     pub file_30mb_s: Option<f64>,
+    /// web: the page's load time (navigation start to the load event), median of the cell's
+    /// loads, each in a fresh browser; what loaded it (`chromium`, or `curl` for `--check`);
+    /// requests and bytes of one load.
+    pub page_load_s: Option<f64>,
+    pub page_loads_s: Option<Vec<f64>>,
+    pub page_loader: Option<String>,
+    pub page_requests: Option<u32>,
+    pub page_bytes: Option<u64>,
+    /// voip: a G.711 call each way, alone (`idle`) and during a bulk download (`bulk`).
+    pub voip_idle: Option<Call>,
+    pub voip_bulk: Option<Call>,
+    /// fair: the two competing downloads' goodputs while both run, and Jain's index of them.
+    pub fair_mbps: Option<Vec<f64>>,
+    pub jain: Option<f64>,
     /// Payload bytes received, and whether their sha256 matched what was sent.
     pub bytes: Option<u64>,
     pub sha256_equal: Option<bool>,
@@ -152,6 +190,15 @@ impl CellResult {
             sat_queue_ms: None,
             file_1mb_s: None,
             file_30mb_s: None,
+            page_load_s: None,
+            page_loads_s: None,
+            page_loader: None,
+            page_requests: None,
+            page_bytes: None,
+            voip_idle: None,
+            voip_bulk: None,
+            fair_mbps: None,
+            jain: None,
             bytes: None,
             sha256_equal: None,
             emulator: None,
