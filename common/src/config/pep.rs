@@ -103,6 +103,13 @@ pub struct Pep {
     pub bypass: Vec<BypassRule>,
     /// Concurrent split flows; flows beyond it pass unsplit (counted, not dropped).
     pub max_flows: u32,
+    /// Concurrent split flows of one client (the box: one source address; the POP: one peer);
+    /// its further flows pass unsplit while other clients' flows are still split. `None`: the
+    /// role's default (`DEFAULT_MAX_FLOWS_PER_HOST` / `_PER_PEER`).
+    pub max_flows_per_client: Option<u32>,
+    /// The POP: concurrent split flows of one address behind a peer (`None`: the default per
+    /// host). The box's hosts are its clients (`MaxFlowsPerClient`).
+    pub max_flows_per_host: Option<u32>,
     pub idle_timeout: Duration,
     /// The server sees the POP's address instead of the user's.
     pub snat: bool,
@@ -122,6 +129,11 @@ impl Pep {
     pub const DEFAULT_LINK_RATE_BPS: u64 = 100_000_000;
     pub const DEFAULT_LINK_RTT: Duration = Duration::from_millis(600);
     pub const DEFAULT_MAX_FLOWS: u32 = 4096;
+    /// `MaxFlowsPerClient` of the box (per LAN host): a sixteenth of the default table, and
+    /// several times what a browser opens.
+    pub const DEFAULT_MAX_FLOWS_PER_HOST: u32 = 256;
+    /// `MaxFlowsPerClient` of the POP (per peer, i.e. per customer box): four box hosts' worth.
+    pub const DEFAULT_MAX_FLOWS_PER_PEER: u32 = 1024;
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
     pub const DEFAULT_FLOW_BUFFER: u32 = 256 * 1024;
     pub const MIN_FLOW_BUFFER: u32 = 16 * 1024;
@@ -183,6 +195,8 @@ impl Default for Pep {
             notsent_lowat: None,
             bypass: Vec::new(),
             max_flows: Self::DEFAULT_MAX_FLOWS,
+            max_flows_per_client: None,
+            max_flows_per_host: None,
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
             snat: false,
             flow_buffer: Self::DEFAULT_FLOW_BUFFER,

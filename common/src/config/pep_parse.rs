@@ -25,6 +25,8 @@ const PEP_KEYS: &[&str] = &[
     "NotsentLowat",
     "Bypass",
     "MaxFlows",
+    "MaxFlowsPerClient",
+    "MaxFlowsPerHost",
     "IdleTimeout",
     "SNAT",
     "FlowBuffer",
@@ -135,6 +137,14 @@ impl PepBuilder {
                 }
             }
             "MaxFlows" => set!(p.max_flows, values::int_in(v, 1u32, 1_000_000)),
+            "MaxFlowsPerClient" => set!(
+                p.max_flows_per_client,
+                values::int_in(v, 1u32, 1_000_000).map(Some)
+            ),
+            "MaxFlowsPerHost" => set!(
+                p.max_flows_per_host,
+                values::int_in(v, 1u32, 1_000_000).map(Some)
+            ),
             "IdleTimeout" => set!(
                 p.idle_timeout,
                 duration_in(v, Duration::from_secs(1), 30 * 86400)

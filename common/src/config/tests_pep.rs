@@ -40,6 +40,7 @@ fn empty_section_has_the_documented_defaults() {
     );
     assert!(p.no_delay && !p.quick_ack && !p.snat);
     assert_eq!(p.max_flows, 4096);
+    assert_eq!(p.max_flows_per_client, None);
     assert_eq!(p.idle_timeout, Duration::from_secs(3600));
     assert_eq!(p.flow_buffer, 256 * 1024);
     assert_eq!(p.proxy_port, 8399);
@@ -67,6 +68,8 @@ fn every_key() {
          Bypass = 22, 5060-5070\n\
          Bypass = 192.0.2.1/24, 2001:db8::/32\n\
          MaxFlows = 1000000\n\
+         MaxFlowsPerClient = 64\n\
+         MaxFlowsPerHost = 16\n\
          IdleTimeout = 90s\n\
          snat = yes\n\
          FlowBuffer = 16K\n\
@@ -100,6 +103,8 @@ fn every_key() {
     assert!(p.bypassed("192.0.2.200".parse().unwrap(), 80));
     assert!(!p.bypassed("198.51.100.1".parse().unwrap(), 80));
     assert_eq!(p.max_flows, 1_000_000);
+    assert_eq!(p.max_flows_per_client, Some(64));
+    assert_eq!(p.max_flows_per_host, Some(16));
     assert_eq!(p.idle_timeout, Duration::from_secs(90));
     assert_eq!(p.flow_buffer, 16 << 10);
     assert_eq!(p.proxy_port, 9000);
@@ -208,6 +213,12 @@ fn errors_with_line_and_key() {
     );
     e("MaxFlows = 0\n", "MaxFlows", "out of range");
     e("MaxFlows = 1000001\n", "MaxFlows", "out of range");
+    e(
+        "MaxFlowsPerClient = 0\n",
+        "MaxFlowsPerClient",
+        "out of range",
+    );
+    e("MaxFlowsPerHost = x\n", "MaxFlowsPerHost", "");
     e("IdleTimeout = 500ms\n", "IdleTimeout", "out of range");
     e("SNAT = y\n", "SNAT", "not a boolean");
     e("FlowBuffer = 8K\n", "FlowBuffer", "out of range");

@@ -5,7 +5,9 @@
 //! NEW flows at the nftables level (they then pass the tunnel untouched, counted by an nft
 //! counter), and to resume once it has drained below a low watermark (hysteresis, so a full
 //! table does not flip the ruleset on every flow). Flows whose SYN was intercepted before the
-//! pause took effect are still relayed and counted as `over_limit`. Time is passed in.
+//! pause took effect are still relayed and counted as `over_limit`. The same holds per tenant
+//! (`MaxFlowsPerClient`, [`super::tenants`]): a tenant at its share is capped, and its new
+//! flows pass unsplit while the others are still split. Time is passed in.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 use super::relay::FlowState;
 use super::starpep::ControlRecord;
 use super::tcpinfo::SegmentInfo;
+use super::tenants::{CapChange, Tenant, TenantCaps, TenantMap};
 
 /// The intercepted flow's addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +34,8 @@ pub type FlowId = u64;
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowRecord {
     pub key: FlowKey,
+    /// Who the flow is charged to (its address, and its peer at the POP).
+    pub tenants: Vec<Tenant>,
     pub started: Instant,
     pub state: FlowState,
     /// Bytes relayed accepted → connected and connected → accepted.
@@ -58,6 +63,8 @@ pub struct Admission {
     pub id: FlowId,
     /// The flow came in although the table was full (its SYN raced the pause).
     pub over_limit: bool,
+    /// The flow came in although its tenant held its whole share (its SYN raced the cap).
+    pub over_cap: bool,
     pub change: Option<InterceptChange>,
 }
 
@@ -85,6 +92,10 @@ pub struct FlowTable {
     intercepting: bool,
     flows: BTreeMap<FlowId, FlowRecord>,
     totals: TableTotals,
+    tenants: TenantMap,
+    caps: TenantCaps,
+    /// Cap changes not yet taken by the shell, in order.
+    cap_changes: Vec<CapChange>,
 }
 
 impl FlowTable {
@@ -98,7 +109,33 @@ impl FlowTable {
             intercepting: true,
             flows: BTreeMap::new(),
             totals: TableTotals::default(),
+            tenants: TenantMap::default(),
+            caps: TenantCaps::new(usize::MAX, usize::MAX),
+            cap_changes: Vec::new(),
         }
+    }
+
+    /// The same table with at most `per_addr` flows per source address and `per_peer` per peer
+    /// of `tenants`.
+    pub fn with_client_caps(
+        mut self,
+        per_addr: usize,
+        per_peer: usize,
+        tenants: TenantMap,
+    ) -> FlowTable {
+        self.caps = TenantCaps::new(per_addr, per_peer);
+        self.tenants = tenants;
+        self
+    }
+
+    /// The per-tenant cap, and how tenants are told apart.
+    pub fn client_cap(&self) -> (&TenantCaps, &TenantMap) {
+        (&self.caps, &self.tenants)
+    }
+
+    /// The cap changes since the last call, in order (the shell updates the nft sets).
+    pub fn take_cap_changes(&mut self) -> Vec<CapChange> {
+        std::mem::take(&mut self.cap_changes)
     }
 
     pub fn max(&self) -> usize {
@@ -128,10 +165,14 @@ impl FlowTable {
         let id = self.next_id;
         self.next_id += 1;
         let over_limit = self.flows.len() >= self.max;
+        let tenants = self.tenants.tenants(key.client.ip());
+        let (over_cap, caps) = self.caps.admit_all(&tenants);
+        self.cap_changes.extend(caps);
         self.flows.insert(
             id,
             FlowRecord {
                 key,
+                tenants,
                 started: now,
                 state: FlowState::Connecting,
                 bytes_up: 0,
@@ -155,6 +196,7 @@ impl FlowTable {
         Admission {
             id,
             over_limit,
+            over_cap,
             change,
         }
     }
@@ -176,7 +218,10 @@ impl FlowTable {
         bytes_up: u64,
         bytes_down: u64,
     ) -> Option<InterceptChange> {
-        self.flows.remove(&id)?;
+        let r = self.flows.remove(&id)?;
+        for t in &r.tenants {
+            self.cap_changes.extend(self.caps.remove(t));
+        }
         let t = &mut self.totals;
         t.bytes_up += bytes_up;
         t.bytes_down += bytes_down;

@@ -60,6 +60,15 @@ pub struct PepMetrics {
     pub overflow_syns: u64,
     /// SYNs intercepted by TPROXY (nft counter; retransmitted SYNs count again).
     pub intercepted_syns: u64,
+    /// The shares per source address and per peer; clients capped now; flows that came in over
+    /// their client's share (their SYN raced the cap); times a client was capped; SYNs that
+    /// passed unsplit because their client was capped (nft counter).
+    pub max_flows_per_host: usize,
+    pub max_flows_per_peer: usize,
+    pub capped_clients: usize,
+    pub over_cap: u64,
+    pub client_caps: u64,
+    pub capped_syns: u64,
     /// Finished flows by outcome.
     pub closed: u64,
     pub reset: u64,
@@ -83,6 +92,7 @@ pub struct MetricsHeader {
     pub proxy_port: u16,
     pub overflow_syns: u64,
     pub intercepted_syns: u64,
+    pub capped_syns: u64,
 }
 
 impl PepMetrics {
@@ -99,6 +109,8 @@ impl PepMetrics {
             idle_timeout,
             shutdown,
         } = table.totals();
+        let (caps, _) = table.client_cap();
+        let (over_cap, client_caps) = caps.totals();
         let flows: Vec<FlowMetrics> = table
             .iter()
             .map(|(id, r)| FlowMetrics {
@@ -131,6 +143,12 @@ impl PepMetrics {
             pauses,
             overflow_syns: h.overflow_syns,
             intercepted_syns: h.intercepted_syns,
+            max_flows_per_host: caps.caps().0,
+            max_flows_per_peer: caps.caps().1,
+            capped_clients: caps.capped(),
+            over_cap,
+            client_caps,
+            capped_syns: h.capped_syns,
             closed,
             reset,
             connect_failed,
@@ -179,6 +197,17 @@ impl PepMetrics {
             self.over_limit,
             bytes(self.bytes_up),
             bytes(self.bytes_down)
+        );
+        let _ = writeln!(
+            s,
+            "  unsplit by client shares ({} per host, {} per peer): {} SYNs ({} clients capped \
+             now, {} caps, {} over cap)",
+            self.max_flows_per_host,
+            self.max_flows_per_peer,
+            self.capped_syns,
+            self.capped_clients,
+            self.client_caps,
+            self.over_cap
         );
         for f in &self.flows {
             let seg = |i: &Option<SegmentInfo>| match i {

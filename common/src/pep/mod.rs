@@ -16,6 +16,7 @@ pub mod relay;
 pub mod routes;
 pub mod starpep;
 pub mod tcpinfo;
+pub mod tenants;
 
 #[cfg(test)]
 mod tests_flows;
@@ -30,3 +31,4 @@ pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
 pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};
 pub use tcpinfo::{SegmentInfo, TcpInfo};
+pub use tenants::{CapChange, CapSync, SetOps, Tenant, TenantCaps, TenantMap};

@@ -10,7 +10,10 @@
 
 use std::fmt::Write;
 
+use ipnet::IpNet;
+
 use super::plan::{Intercept, Plan, FWMARK};
+use super::tenants::SetOps;
 
 /// The set holding `tcp` while new flows are intercepted (empty while paused).
 pub const ENABLED_SET: &str = "enabled";
@@ -20,6 +23,14 @@ pub const OVERFLOW_COUNTER: &str = "overflow";
 pub const INTERCEPTED_COUNTER: &str = "intercepted";
 /// Counter of connections refused at the listener's own port (not steered there by TPROXY).
 pub const OWN_PORT_COUNTER: &str = "own_port";
+/// Counter of SYNs that passed unsplit because their client held its `MaxFlowsPerClient`.
+pub const CAPPED_COUNTER: &str = "capped";
+/// The source addresses at their share (one set per family), and the prefixes of peers at
+/// theirs (interval sets).
+pub const CAPPED4_SET: &str = "capped4";
+pub const CAPPED6_SET: &str = "capped6";
+pub const CAPPED_PEER4_SET: &str = "cappedp4";
+pub const CAPPED_PEER6_SET: &str = "cappedp6";
 
 fn quoted_list(names: &[String]) -> String {
     let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
@@ -89,6 +100,13 @@ pub fn ruleset(p: &Plan) -> String {
     let _ = writeln!(s, "  counter {OVERFLOW_COUNTER} {{ }}");
     let _ = writeln!(s, "  counter {INTERCEPTED_COUNTER} {{ }}");
     let _ = writeln!(s, "  counter {OWN_PORT_COUNTER} {{ }}");
+    let _ = writeln!(s, "  counter {CAPPED_COUNTER} {{ }}");
+    let _ = writeln!(
+        s,
+        "  set {CAPPED4_SET} {{ type ipv4_addr; }}\n  set {CAPPED6_SET} {{ type ipv6_addr; }}\n  \
+         set {CAPPED_PEER4_SET} {{ type ipv4_addr; flags interval; }}\n  \
+         set {CAPPED_PEER6_SET} {{ type ipv6_addr; flags interval; }}"
+    );
     let _ = writeln!(
         s,
         "  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;"
@@ -120,6 +138,13 @@ pub fn ruleset(p: &Plan) -> String {
     let _ = writeln!(
         s,
         "    meta l4proto != @{ENABLED_SET} counter name {OVERFLOW_COUNTER} return"
+    );
+    let _ = writeln!(
+        s,
+        "    ip saddr @{CAPPED4_SET} counter name {CAPPED_COUNTER} return\n    \
+         ip6 saddr @{CAPPED6_SET} counter name {CAPPED_COUNTER} return\n    \
+         ip saddr @{CAPPED_PEER4_SET} counter name {CAPPED_COUNTER} return\n    \
+         ip6 saddr @{CAPPED_PEER6_SET} counter name {CAPPED_COUNTER} return"
     );
     for (fam, proto) in [("ipv4", "ip"), ("ipv6", "ip6")] {
         let _ = writeln!(
@@ -173,6 +198,36 @@ pub fn ruleset(p: &Plan) -> String {
 /// Removes the table (never fails on a missing one).
 pub fn delete(table: &str) -> String {
     format!("add table inet {table}\ndelete table inet {table}\n")
+}
+
+/// Adds and removes capped clients' source prefixes (one transaction; `None` if nothing to do).
+pub fn set_capped(table: &str, ops: &SetOps) -> Option<String> {
+    let mut s = String::new();
+    let addr = (CAPPED4_SET, CAPPED6_SET);
+    let peer = (CAPPED_PEER4_SET, CAPPED_PEER6_SET);
+    for (verb, nets, (set4, set6)) in [
+        ("delete", &ops.delete, addr),
+        ("delete", &ops.delete_peer, peer),
+        ("add", &ops.add, addr),
+        ("add", &ops.add_peer, peer),
+    ] {
+        let fam = |v4: bool| -> Vec<String> {
+            nets.iter()
+                .filter(|n| matches!(n, IpNet::V4(_)) == v4)
+                .map(|n| n.to_string())
+                .collect()
+        };
+        for (set, items) in [(set4, fam(true)), (set6, fam(false))] {
+            if !items.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "{verb} element inet {table} {set} {{ {} }}",
+                    items.join(", ")
+                );
+            }
+        }
+    }
+    (!s.is_empty()).then_some(s)
 }
 
 /// Stops (`false`) or resumes (`true`) the interception of new flows.

@@ -10,6 +10,7 @@ use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
 use super::relay::{Dir, Side};
 use super::starpep::Params;
+use super::tenants::TenantMap;
 use crate::config::{self, PepMode, TunnelMode, WindowControl};
 
 /// Which endpoint runs the PEP.
@@ -48,6 +49,9 @@ pub struct PlanInput {
     pub destinations_default: Vec<IpNet>,
     /// WireGuard's `FwMark`, to refuse a collision with ours.
     pub wg_fwmark: Option<u32>,
+    /// POP: each peer's AllowedIPs (a peer is one client for `MaxFlowsPerClient`); the box:
+    /// empty (each source address is one client).
+    pub peers: Vec<Vec<IpNet>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -129,6 +133,11 @@ pub struct Plan {
     /// Relay buffer per direction per flow (bytes).
     pub flow_buffer: usize,
     pub max_flows: usize,
+    /// Split flows per source address and per peer (the box: `MaxFlowsPerClient` per LAN host,
+    /// no peers; the POP: `MaxFlowsPerHost` and `MaxFlowsPerClient`), and who the peers are.
+    pub max_flows_per_host: usize,
+    pub max_flows_per_peer: usize,
+    pub tenants: TenantMap,
     pub idle_timeout: Duration,
     /// `initcwnd` for the routes toward the satellite segment.
     pub init_cwnd: Option<u32>,
@@ -280,6 +289,23 @@ impl Plan {
             transparent_connect: !pep.snat,
             flow_buffer: pep.flow_buffer as usize,
             max_flows: pep.max_flows as usize,
+            max_flows_per_host: match role {
+                Role::Box => pep.max_flows_per_client,
+                Role::Pop => pep.max_flows_per_host,
+            }
+            .unwrap_or(config::Pep::DEFAULT_MAX_FLOWS_PER_HOST)
+            .min(pep.max_flows) as usize,
+            max_flows_per_peer: match role {
+                Role::Box => pep.max_flows,
+                Role::Pop => pep
+                    .max_flows_per_client
+                    .unwrap_or(config::Pep::DEFAULT_MAX_FLOWS_PER_PEER),
+            }
+            .min(pep.max_flows) as usize,
+            tenants: TenantMap::new(match role {
+                Role::Box => Vec::new(),
+                Role::Pop => input.peers.clone(),
+            }),
             idle_timeout: pep.idle_timeout,
             init_cwnd: pep.init_cwnd,
             satellite_devs,

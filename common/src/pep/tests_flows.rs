@@ -182,6 +182,7 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
         proxy_port: 8399,
         overflow_syns: 3,
         intercepted_syns: 2,
+        capped_syns: 0,
     };
     let m = PepMetrics::snapshot(&h, &t, t0 + Duration::from_millis(1500));
     assert_eq!(m.active_flows, 1);

@@ -22,6 +22,7 @@ fn input(tun: Option<&str>) -> PlanInput {
             "fd00:2::/64".parse().unwrap(),
         ],
         wg_fwmark: None,
+        peers: Vec::new(),
     }
 }
 
@@ -177,9 +178,12 @@ fn ruleset_orders_the_transparent_rule_first_and_tproxies_only_syns() {
     let local = pos("fib daddr type local return");
     let bypass = pos("tcp dport @bypass_ports return");
     let paused = pos("meta l4proto != @enabled counter name overflow return");
+    let capped4 = pos("ip saddr @capped4 counter name capped return");
+    let capped6 = pos("ip6 saddr @capped6 counter name capped return");
     let tproxy4 = pos("tproxy ip to :8399 meta mark set 0x5350 accept");
     let tproxy6 = pos("tproxy ip6 to :8399 meta mark set 0x5350 accept");
     assert!(ifs < local && local < bypass && bypass < paused && paused < tproxy4);
+    assert!(paused < capped4 && capped4 < capped6 && capped6 < tproxy4);
     assert!(tproxy4 < tproxy6);
     assert!(text.contains(
         "oifname \"box-pep\" tcp flags & (syn | rst) == syn tcp option maxseg size set rt mtu"
@@ -192,6 +196,55 @@ fn ruleset_orders_the_transparent_rule_first_and_tproxies_only_syns() {
          8399 fib daddr type local counter name own_port meta mark set 0 reject with tcp reset"
     ));
     assert_eq!(text.matches('{').count(), text.matches('}').count());
+}
+
+#[test]
+fn the_per_client_share_defaults_by_role_and_charges_peers_at_the_pop() {
+    use super::tenants::Tenant;
+    let b = Plan::new(&split(), Role::Box, &input(Some("box-pep"))).unwrap();
+    assert_eq!((b.max_flows_per_host, b.max_flows_per_peer), (256, 4096));
+    let mut i = input(Some("pop-pep"));
+    i.peers = vec![vec!["10.1.0.0/24".parse().unwrap()]];
+    let p = Plan::new(&split(), Role::Pop, &i).unwrap();
+    assert_eq!((p.max_flows_per_host, p.max_flows_per_peer), (256, 1024));
+    let a = "10.1.0.7".parse().unwrap();
+    assert_eq!(p.tenants.tenants(a), vec![Tenant::Addr(a), Tenant::Peer(0)]);
+    // The box never charges peers, whatever the daemon passes.
+    let b = Plan::new(&split(), Role::Box, &i).unwrap();
+    assert_eq!(b.tenants.tenants(a), vec![Tenant::Addr(a)]);
+    // Configured, and never above MaxFlows.
+    let mut c = split();
+    c.max_flows = 100;
+    c.max_flows_per_client = Some(500);
+    c.max_flows_per_host = Some(10);
+    let p = Plan::new(&c, Role::Pop, &i).unwrap();
+    assert_eq!((p.max_flows_per_host, p.max_flows_per_peer), (10, 100));
+    c.max_flows_per_client = Some(8);
+    let b = Plan::new(&c, Role::Box, &i).unwrap();
+    assert_eq!((b.max_flows_per_host, b.max_flows_per_peer), (8, 100));
+}
+
+#[test]
+fn capped_clients_become_set_elements_per_family() {
+    use super::tenants::SetOps;
+    let ops = SetOps {
+        add: vec![
+            "10.1.0.3/32".parse().unwrap(),
+            "fd00:1::3/128".parse().unwrap(),
+        ],
+        delete: vec!["10.1.0.9/32".parse().unwrap()],
+        add_peer: vec!["10.1.0.0/24".parse().unwrap()],
+        delete_peer: vec!["fd00:1::/64".parse().unwrap()],
+    };
+    assert_eq!(
+        nft::set_capped("t", &ops).unwrap(),
+        "delete element inet t capped4 { 10.1.0.9/32 }\n\
+         delete element inet t cappedp6 { fd00:1::/64 }\n\
+         add element inet t capped4 { 10.1.0.3/32 }\n\
+         add element inet t capped6 { fd00:1::3/128 }\n\
+         add element inet t cappedp4 { 10.1.0.0/24 }\n"
+    );
+    assert_eq!(nft::set_capped("t", &SetOps::default()), None);
 }
 
 #[test]

@@ -37,6 +37,10 @@ fn context(r: DaemonRole, plan: &Plan, tunnel: bool) -> PepContext {
         ctx.tunnel_mtu = Some(u32::from(plan.net.mtu));
         ctx.wg_fwmark = plan.socket_mark;
     }
+    // The POP charges each peer's flows to that peer (`MaxFlowsPerClient`).
+    if r == DaemonRole::Pop {
+        ctx.peers = plan.peers.iter().map(|p| p.allowed_ips.clone()).collect();
+    }
     if r == DaemonRole::Client {
         ctx.destinations_default = plan
             .peers

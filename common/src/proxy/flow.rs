@@ -25,8 +25,7 @@ pub async fn run(shared: Arc<Shared>, accepted: Socket, key: FlowKey, id: FlowId
     async move {
         let (state, up, down) = relay_flow(&shared, accepted, key, id).await;
         tracing::debug!(state = state.as_str(), up, down, "flow ended");
-        let change = shared.table(|t| t.remove(id, state, up, down));
-        shared.intercept_change(change);
+        shared.remove(id, state, up, down);
     }
     .instrument(span)
     .await
@@ -73,9 +72,12 @@ async fn relay_flow(
             return (relay.state(), 0, 0);
         }
     };
-    // Wait for the connect (the kernel's SYN retries bound it, as for a direct attempt).
+    // Wait for the connect (the kernel's SYN retries bound it, as for a direct attempt), unless
+    // the client gives up first: its reset ends the attempt (a connect flood that resets its
+    // own connections then holds no slot for the minutes of SYN retries).
     let mut shutdown = shared.shutdown_rx.clone();
     let outcome = tokio::select! {
+        _ = accepted.ready(Interest::ERROR) => Err("the client reset the connection".into()),
         r = connected.ready(Interest::WRITABLE | Interest::ERROR) => match r {
             Ok(_) => match connected.get_ref().take_error() {
                 Ok(None) => connected.get_ref().peer_addr().map(|_| ()).map_err(|e| e.to_string()),

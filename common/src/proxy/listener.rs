@@ -53,13 +53,12 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
             }
         };
         let key = FlowKey { client, server };
-        let adm = shared.table(|t| t.admit(key, Instant::now()));
+        let adm = shared.admit(key, Instant::now());
         if adm.over_limit {
             tracing::info!(
                 "flow {client} -> {server} arrived while the table was full; splitting it anyway"
             );
         }
-        shared.intercept_change(adm.change);
         tracing::debug!(id = adm.id, "split {client} -> {server}");
         tokio::spawn(flow::run(shared.clone(), sock, key, adm.id));
     }

@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ipnet::IpNet;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::config::{self, TunnelMode};
-use crate::pep::{Plan, PlanInput, Side};
+use crate::pep::{CapChange, CapSync, Plan, PlanInput, Side};
 
 pub use crate::pep::{PepMetrics, Role};
 pub use error::ProxyError;
@@ -54,6 +54,8 @@ pub struct PepContext {
     pub destinations_default: Vec<IpNet>,
     /// WireGuard's FwMark, checked against the PEP's mark.
     pub wg_fwmark: Option<u32>,
+    /// POP: each peer's AllowedIPs (one client each for `MaxFlowsPerClient`).
+    pub peers: Vec<Vec<IpNet>>,
     /// How flows move bytes (splice unless measuring).
     pub relay: RelayMode,
 }
@@ -67,6 +69,7 @@ impl PepContext {
             tunnel_mtu: None,
             destinations_default: Vec::new(),
             wg_fwmark: None,
+            peers: Vec::new(),
             relay: RelayMode::default(),
         }
     }
@@ -90,6 +93,7 @@ impl Pep {
             tunnel_mtu: ctx.tunnel_mtu,
             destinations_default: ctx.destinations_default.clone(),
             wg_fwmark: ctx.wg_fwmark,
+            peers: ctx.peers.clone(),
         };
         let mut plan = Plan::new(cfg, ctx.role, &input)?;
         if ctx.role == Role::Box && cfg.tunnel == TunnelMode::None {
@@ -153,7 +157,8 @@ impl Pep {
             Some(p) => Some(ControlLog::create(p)?),
             None => None,
         };
-        let mut shared = Shared::new(plan, ctx.relay, intercept_tx, shutdown_rx);
+        let (cap_tx, cap_rx) = mpsc::unbounded_channel();
+        let mut shared = Shared::new(plan, ctx.relay, intercept_tx, cap_tx, shutdown_rx);
         shared.window = window;
         shared.control_log = control_log;
         let shared = Arc::new(shared);
@@ -166,6 +171,7 @@ impl Pep {
             net.clone(),
             intercept_rx,
         )));
+        tasks.push(tokio::spawn(cap_task(shared.clone(), net.clone(), cap_rx)));
         Ok(PepHandle {
             shared,
             net,
@@ -212,10 +218,47 @@ async fn intercept_task(
     }
 }
 
+/// Applies client caps and uncaps (`MaxFlowsPerClient`) to the nft sets: every change queued
+/// so far in one transaction, the last one per client winning.
+async fn cap_task(
+    shared: Arc<Shared>,
+    net: Arc<Mutex<NetCfg>>,
+    mut rx: mpsc::UnboundedReceiver<Vec<CapChange>>,
+) {
+    let mut shutdown = shared.shutdown_rx.clone();
+    let mut sync = CapSync::default();
+    loop {
+        let mut changes = tokio::select! {
+            c = rx.recv() => match c {
+                Some(c) => c,
+                None => return,
+            },
+            _ = until_shutdown(&mut shutdown) => return,
+        };
+        while let Ok(more) = rx.try_recv() {
+            changes.extend(more);
+        }
+        let (ops, done) = sync.plan(&shared.plan.tenants, &changes);
+        if ops.is_empty() {
+            continue;
+        }
+        let n = net.clone();
+        let res = tokio::task::spawn_blocking(move || {
+            n.lock().unwrap_or_else(|e| e.into_inner()).set_capped(&ops)
+        })
+        .await;
+        match res {
+            Ok(Ok(())) => sync.applied(&done),
+            Ok(Err(e)) => tracing::error!("{e}"),
+            Err(e) => tracing::error!("nft task: {e}"),
+        }
+    }
+}
+
 async fn refresh_counters(shared: &Arc<Shared>) {
     let s = shared.clone();
     let _ = tokio::task::spawn_blocking(move || match netcfg::read_counters(&s.plan.table) {
-        Ok((o, i)) => s.set_counters(o, i),
+        Ok(c) => s.set_counters(c),
         Err(e) => tracing::debug!("{e}"),
     })
     .await;
@@ -239,8 +282,8 @@ impl PepHandle {
 
     /// Reads the nft counters now (runs `nft`, a few ms; blocking).
     pub fn refresh_counters(&self) -> Result<(), ProxyError> {
-        let (o, i) = netcfg::read_counters(&self.shared.plan.table)?;
-        self.shared.set_counters(o, i);
+        let c = netcfg::read_counters(&self.shared.plan.table)?;
+        self.shared.set_counters(c);
         Ok(())
     }
 

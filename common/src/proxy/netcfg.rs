@@ -42,20 +42,32 @@ pub fn nft_script(what: &str, script: &str) -> Result<String, ProxyError> {
     }
 }
 
-/// `(overflow, intercepted)` packet counts of the table's counters.
-pub fn read_counters(table: &str) -> Result<(u64, u64), ProxyError> {
+/// SYNs counted by the table's rules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NftCounters {
+    /// Passed unsplit: the table was full.
+    pub overflow: u64,
+    /// TPROXY'd.
+    pub intercepted: u64,
+    /// Passed unsplit: their client held its `MaxFlowsPerClient`.
+    pub capped: u64,
+}
+
+/// Packet counts of the table's counters.
+pub fn read_counters(table: &str) -> Result<NftCounters, ProxyError> {
     let out = cmd::run("nft", &["-j", "list", "counters", "table", "inet", table])?;
     let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| ProxyError::Nft {
         what: "list counters".into(),
         stderr: format!("unparseable JSON: {e}"),
     })?;
-    let mut counts = (0, 0);
+    let mut counts = NftCounters::default();
     for item in v["nftables"].as_array().into_iter().flatten() {
         let c = &item["counter"];
         let packets = c["packets"].as_u64().unwrap_or(0);
         match c["name"].as_str() {
-            Some(n) if n == nft::OVERFLOW_COUNTER => counts.0 = packets,
-            Some(n) if n == nft::INTERCEPTED_COUNTER => counts.1 = packets,
+            Some(n) if n == nft::OVERFLOW_COUNTER => counts.overflow = packets,
+            Some(n) if n == nft::INTERCEPTED_COUNTER => counts.intercepted = packets,
+            Some(n) if n == nft::CAPPED_COUNTER => counts.capped = packets,
             _ => {}
         }
     }
@@ -243,6 +255,14 @@ impl NetCfg {
     pub fn set_intercepting(&self, on: bool) -> Result<(), ProxyError> {
         let what = if on { "resume" } else { "pause" };
         nft_script(what, &nft::set_intercepting(&self.table, on)).map(|_| ())
+    }
+
+    /// Adds and removes capped clients' prefixes (`MaxFlowsPerClient`).
+    pub fn set_capped(&self, ops: &crate::pep::SetOps) -> Result<(), ProxyError> {
+        match nft::set_capped(&self.table, ops) {
+            Some(script) => nft_script("cap clients", &script).map(|_| ()),
+            None => Ok(()),
+        }
     }
 
     /// Undoes everything (idempotent); failures are logged.

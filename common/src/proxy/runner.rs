@@ -31,7 +31,7 @@ impl PepMonitor {
     /// Metrics with the nft counters read now (runs `nft`; blocking, a few ms).
     pub fn metrics_fresh(&self) -> PepMetrics {
         match super::netcfg::read_counters(&self.shared.plan.table) {
-            Ok((o, i)) => self.shared.set_counters(o, i),
+            Ok(c) => self.shared.set_counters(c),
             Err(e) => tracing::debug!("{e}"),
         }
         self.shared.metrics()

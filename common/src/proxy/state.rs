@@ -5,11 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
-use crate::pep::{FlowTable, InterceptChange, MetricsHeader, PepMetrics, Plan};
+use crate::pep::{
+    Admission, CapChange, FlowId, FlowKey, FlowState, FlowTable, InterceptChange, MetricsHeader,
+    PepMetrics, Plan,
+};
 
 use super::control::{Clock, ControlLog};
+use super::netcfg::NftCounters;
 use super::pump::RelayMode;
 use super::window::WindowBackend;
 
@@ -19,10 +23,13 @@ pub struct Shared {
     table: Mutex<FlowTable>,
     /// Desired interception state; the netcfg task applies the latest value.
     pub intercept_tx: watch::Sender<bool>,
+    /// Clients capped and uncapped (`MaxFlowsPerClient`), in order; the cap task applies them.
+    cap_tx: mpsc::UnboundedSender<Vec<CapChange>>,
     /// Becomes `true` when the PEP shuts down.
     pub shutdown_rx: watch::Receiver<bool>,
     pub overflow_syns: AtomicU64,
     pub intercepted_syns: AtomicU64,
+    pub capped_syns: AtomicU64,
     /// StarPEP: the window back-end (with `Mode = starpep`), the controllers' clock and the
     /// per-tick log.
     pub window: Option<Arc<dyn WindowBackend>>,
@@ -35,17 +42,25 @@ impl Shared {
         plan: Plan,
         mode: RelayMode,
         intercept_tx: watch::Sender<bool>,
+        cap_tx: mpsc::UnboundedSender<Vec<CapChange>>,
         shutdown_rx: watch::Receiver<bool>,
     ) -> Shared {
-        let table = Mutex::new(FlowTable::new(plan.max_flows));
+        let table = FlowTable::new(plan.max_flows).with_client_caps(
+            plan.max_flows_per_host,
+            plan.max_flows_per_peer,
+            plan.tenants.clone(),
+        );
+        let table = Mutex::new(table);
         Shared {
             plan,
             mode,
             table,
             intercept_tx,
+            cap_tx,
             shutdown_rx,
             overflow_syns: AtomicU64::new(0),
             intercepted_syns: AtomicU64::new(0),
+            capped_syns: AtomicU64::new(0),
             window: None,
             clock: Clock::new(),
             control_log: None,
@@ -54,6 +69,50 @@ impl Shared {
 
     pub fn table<R>(&self, f: impl FnOnce(&mut FlowTable) -> R) -> R {
         f(&mut self.table.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Admits an accepted flow; passes the table's decisions (pause, cap) on.
+    pub fn admit(&self, key: FlowKey, now: Instant) -> Admission {
+        let (adm, caps) = self.table(|t| {
+            let a = t.admit(key, now);
+            (a, t.take_cap_changes())
+        });
+        if adm.over_cap {
+            tracing::debug!("flow from {} arrived over its client's share", key.client);
+        }
+        self.intercept_change(adm.change);
+        self.cap_changes(caps);
+        adm
+    }
+
+    /// Removes a finished flow; passes the table's decisions (resume, uncap) on.
+    pub fn remove(&self, id: FlowId, state: FlowState, up: u64, down: u64) {
+        let (change, caps) = self.table(|t| {
+            let c = t.remove(id, state, up, down);
+            (c, t.take_cap_changes())
+        });
+        self.intercept_change(change);
+        self.cap_changes(caps);
+    }
+
+    fn cap_changes(&self, caps: Vec<CapChange>) {
+        if caps.is_empty() {
+            return;
+        }
+        for c in &caps {
+            match c {
+                CapChange::Cap(t) => tracing::warn!(
+                    "client {t:?} holds its share of the flow table (per host {}, per peer {}): \
+                     its new flows pass unsplit",
+                    self.plan.max_flows_per_host,
+                    self.plan.max_flows_per_peer
+                ),
+                CapChange::Uncap(t) => {
+                    tracing::info!("client {t:?} below its share again: splitting its new flows")
+                }
+            }
+        }
+        let _ = self.cap_tx.send(caps);
     }
 
     /// Passes a pause/resume decision of the table to the netcfg task.
@@ -74,9 +133,10 @@ impl Shared {
         }
     }
 
-    pub fn set_counters(&self, overflow: u64, intercepted: u64) {
-        self.overflow_syns.store(overflow, Relaxed);
-        self.intercepted_syns.store(intercepted, Relaxed);
+    pub fn set_counters(&self, c: NftCounters) {
+        self.overflow_syns.store(c.overflow, Relaxed);
+        self.intercepted_syns.store(c.intercepted, Relaxed);
+        self.capped_syns.store(c.capped, Relaxed);
     }
 
     pub fn metrics(&self) -> PepMetrics {
@@ -98,6 +158,7 @@ impl Shared {
             proxy_port: p.proxy_port,
             overflow_syns: self.overflow_syns.load(Relaxed),
             intercepted_syns: self.intercepted_syns.load(Relaxed),
+            capped_syns: self.capped_syns.load(Relaxed),
         };
         let now = Instant::now();
         self.table(|t| PepMetrics::snapshot(&h, t, now))
