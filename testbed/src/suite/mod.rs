@@ -2,8 +2,10 @@
 //! links × applications × end-host congestion control × seeds, one cell at a time. This
 //! module holds its pure parts: [`cell`] (what a cell is and its JSON line), [`matrix`] (the
 //! TOML matrices of `configs/bench/`), [`report`] (markdown and CSV from the JSON lines),
-//! [`quality`] (the E-model, RFC 3550 jitter, Jain's index). `bench::run` runs the cells.
+//! [`quality`] (the E-model, RFC 3550 jitter, Jain's index), [`call`] (a G.711 call's
+//! packets and per-direction figures). `bench::run` runs the cells.
 
+pub mod call;
 pub mod cell;
 pub mod matrix;
 pub mod quality;
