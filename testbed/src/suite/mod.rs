@@ -3,10 +3,11 @@
 //! module holds its pure parts: [`cell`] (what a cell is and its JSON line), [`matrix`] (the
 //! TOML matrices of `configs/bench/`), [`report`] (markdown and CSV from the JSON lines),
 //! [`quality`] (the E-model, RFC 3550 jitter, Jain's index), [`call`] (a G.711 call's
-//! packets and per-direction figures). `bench::run` runs the cells.
+//! packets and per-direction figures), [`fair`] (goodput over the window competing flows share). `bench::run` runs the cells.
 
 pub mod call;
 pub mod cell;
+pub mod fair;
 pub mod matrix;
 pub mod quality;
 pub mod report;
