@@ -54,33 +54,24 @@ pub fn cell(bed: &BedSpec, spec: &CellSpec, c: &mut CellResult) -> anyhow::Resul
         &bed.satlink_stats()?["directions"]["down"],
     ));
     anyhow::ensure!(c.sha256_equal == Some(true), "a download's sha256 differs");
-    let shares = shares(&a, &b)?;
+    let shares = shares(&flows)?;
     c.jain = jain(&shares);
     c.fair_mbps = Some(shares);
     Ok(())
 }
 
 /// Each flow's goodput over the interval both ran.
-fn shares(a: &Ends, b: &Ends) -> anyhow::Result<Vec<f64>> {
-    let (ra, rb) = (a.recv_report()?, b.recv_report()?);
-    let goodputs = |r: &crate::tools::owd::Report| -> Vec<f64> {
-        r.series.iter().map(|b| b.goodput_mbps).collect()
-    };
-    let (ga, gb) = (goodputs(&ra), goodputs(&rb));
-    let series = |r: &crate::tools::owd::Report, g| {
-        Ok::<_, anyhow::Error>(Series {
-            start_unix_s: r
-                .start_unix_s
-                .ok_or_else(|| anyhow::anyhow!("owd-bulk receiver gave no start time"))?,
-            duration_s: r.duration_s,
-            bin_s: r.bin_ms as f64 / 1000.0,
-            goodput_mbps: g,
+fn shares(flows: &[&Ends]) -> anyhow::Result<Vec<f64>> {
+    let series = flows
+        .iter()
+        .map(|e| {
+            Series::of(&e.recv_report()?)
+                .ok_or_else(|| anyhow::anyhow!("owd-bulk receiver gave no start time"))
         })
-    };
-    let flows = [series(&ra, &ga)?, series(&rb, &gb)?];
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let (t0, t1) =
-        overlap(&flows).ok_or_else(|| anyhow::anyhow!("the two downloads never ran together"))?;
-    flows
+        overlap(&series).ok_or_else(|| anyhow::anyhow!("the downloads never ran together"))?;
+    series
         .iter()
         .map(|s| window_mbps(s, t0, t1).ok_or_else(|| anyhow::anyhow!("empty window")))
         .collect()

@@ -128,7 +128,10 @@ impl Transfer {
     /// read) and reads their results.
     pub fn finish(mut self) -> anyhow::Result<Ends> {
         let slack = Duration::from_secs(60);
-        for (p, what) in [(&mut self.receiver, "receiver"), (&mut self.sender, "sender")] {
+        for (p, what) in [
+            (&mut self.receiver, "receiver"),
+            (&mut self.sender, "sender"),
+        ] {
             let st = p
                 .wait_timeout(self.duration + slack)
                 .ok_or_else(|| anyhow::anyhow!("owd-bulk {what} did not finish"))?;

@@ -166,7 +166,12 @@ pub fn stamp_receptions(sock: &UdpSocket) -> std::io::Result<()> {
 pub fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> std::io::Result<Option<(usize, u64)>> {
     let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
     let mut iov = [IoSliceMut::new(buf)];
-    let msg = match recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), MsgFlags::empty()) {
+    let msg = match recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::empty(),
+    ) {
         Ok(m) => m,
         Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => return Ok(None),
         Err(e) => return Err(e.into()),

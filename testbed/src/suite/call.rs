@@ -177,7 +177,10 @@ mod tests {
         let b = p.encode();
         assert_eq!(b.len(), 172);
         assert_eq!(b[0] >> 6, 2, "RTP version 2");
-        assert_eq!(u16::from_be_bytes([b[2], b[3]]), (70_000u32 % 65_536) as u16);
+        assert_eq!(
+            u16::from_be_bytes([b[2], b[3]]),
+            (70_000u32 % 65_536) as u16
+        );
         assert_eq!(u32::from_be_bytes([b[4], b[5], b[6], b[7]]), 70_000 * 160);
         assert_eq!(Probe::decode(&b), Some(p));
         assert_eq!(Probe::decode(&b[..171]), None);
@@ -209,14 +212,20 @@ mod tests {
         let d = direction(1000, &a).unwrap();
         assert!((d.loss - 0.1).abs() < 1e-12, "{}", d.loss);
         let ie_eff = 95.0 * 10.0 / (10.0 + 25.1);
-        assert!((d.r - (93.2 - 0.024 * 40.0 - ie_eff)).abs() < 1e-6, "{}", d.r);
+        assert!(
+            (d.r - (93.2 - 0.024 * 40.0 - ie_eff)).abs() < 1e-6,
+            "{}",
+            d.r
+        );
     }
 
     #[test]
     fn a_delay_spike_beyond_the_buffer_is_late_and_counts_as_lost() {
         // 20 ms steady; packets 100..105 come 200 ms late: the buffer (median 20 ms + 2 J)
         // cannot play them, the rest are on time.
-        let a = stream(400, |i| Some(if (100..105).contains(&i) { 220.0 } else { 20.0 }));
+        let a = stream(400, |i| {
+            Some(if (100..105).contains(&i) { 220.0 } else { 20.0 })
+        });
         let d = direction(400, &a).unwrap();
         assert!((d.loss - 5.0 / 400.0).abs() < 1e-12, "{}", d.loss);
         assert!(d.jitter_ms > 0.0);

@@ -2,15 +2,29 @@
 //! time, from owd-bulk's binned receiver series, so two competing flows are compared over the
 //! interval where both run. `bench::fair` runs the flows; `quality::jain` rates the shares.
 
+use crate::tools::owd::Report;
+
 /// A receiver's binned series: bin *i* covers `[start + i·bin, start + (i+1)·bin)` (the last
 /// one ends at `start + duration`), its goodput over that span.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series<'a> {
+pub struct Series {
     /// Connection established, UNIX seconds.
     pub start_unix_s: f64,
     pub duration_s: f64,
     pub bin_s: f64,
-    pub goodput_mbps: &'a [f64],
+    pub goodput_mbps: Vec<f64>,
+}
+
+impl Series {
+    /// An owd-bulk receiver's series (`None` without its start time).
+    pub fn of(r: &Report) -> Option<Series> {
+        Some(Series {
+            start_unix_s: r.start_unix_s?,
+            duration_s: r.duration_s,
+            bin_s: r.bin_ms as f64 / 1000.0,
+            goodput_mbps: r.series.iter().map(|b| b.goodput_mbps).collect(),
+        })
+    }
 }
 
 /// Mean goodput (Mbit/s) over `[t0, t1]` (UNIX seconds), bytes assumed spread evenly within
@@ -51,12 +65,11 @@ mod tests {
     #[test]
     fn window_goodput_weights_partial_bins_and_the_short_last_bin() {
         // 1 s bins from t = 100: 10, 20, then a last bin of 0.5 s at 40 Mbit/s.
-        let g = [10.0, 20.0, 40.0];
         let s = Series {
             start_unix_s: 100.0,
             duration_s: 2.5,
             bin_s: 1.0,
-            goodput_mbps: &g,
+            goodput_mbps: vec![10.0, 20.0, 40.0],
         };
         assert_eq!(window_mbps(&s, 100.0, 101.0), Some(10.0));
         // Half of bin 0 and half of bin 1: (5 + 10) Mbit / 1 s.
@@ -71,12 +84,11 @@ mod tests {
 
     #[test]
     fn overlap_is_latest_start_to_earliest_end() {
-        let g = [1.0];
         let a = Series {
             start_unix_s: 0.0,
             duration_s: 30.0,
             bin_s: 0.1,
-            goodput_mbps: &g,
+            goodput_mbps: vec![1.0],
         };
         let b = Series {
             start_unix_s: 10.2,
