@@ -10,18 +10,16 @@
 //! (satlink). satlink starts aligned to Starlink's :12/:27/:42/:57 grid, where the PEP's
 //! `Reconfig = starlink` expects the reconfigurations.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::link::{retrace, Profile};
-use crate::topo::{Node, Topology};
 
 use super::bed::{Bed, BedSpec};
+use super::owd::{Ends, Transfer, TransferSpec, Way};
 use super::setup::{pep_set, Setup};
-use super::sibling_bin;
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
@@ -214,58 +212,21 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
         aligned: true,
         control_log: true,
     })?;
-    let topo = &bed.topo;
-    let owd = sibling_bin("owd-bulk")?;
-    let owd = owd.display().to_string();
-    let listen = "0.0.0.0:5601";
-    let connect = SocketAddr::new(bed.srv_addr(), 5601).to_string();
-    let send_json = topo.tmpdir().join("send.json").display().to_string();
-    let recv_json = topo.tmpdir().join("recv.json").display().to_string();
-    let samples = topo.tmpdir().join("samples.csv");
-    let samples_s = samples.display().to_string();
-    let duration = format!("{}s", args.seconds);
-    let mut sender = topo.spawn(
-        Node::Srv,
-        "owd-send",
-        &[
-            &owd,
-            "send",
-            "--listen",
-            listen,
-            "--duration",
-            &duration,
-            "--cc",
-            &args.cc,
-            // A chunk waits behind at most this much unsent data in the server's own socket
-            // (16 KiB is 3 ms at 45 Mbit/s; owd-bulk's 64 KiB default would add up to 12 ms of
-            // sender-side wait to every setup's figure; docs/owd-bulk.md).
-            "--notsent-lowat",
-            "16K",
-            "--json",
-            &send_json,
-        ],
-    )?;
-    wait_listening(topo, 5601)?;
-    topo.run_ok(
-        Node::Pc,
-        &[
-            &owd,
-            "recv",
-            "--connect",
-            &connect,
-            "--json",
-            &recv_json,
-            "--samples",
-            &samples_s,
-        ],
-    )?;
-    let sent = sender
-        .wait_timeout(Duration::from_secs(30))
-        .ok_or_else(|| anyhow::anyhow!("owd-bulk sender did not finish"))?;
-    anyhow::ensure!(sent.success(), "owd-bulk sender failed: {}", sender.log());
+    let samples = bed.topo.tmpdir().join("samples.csv");
+    let ends = Transfer::start(
+        &bed.topo,
+        bed.srv_addr(),
+        &TransferSpec {
+            way: Way::Down,
+            port: 5601,
+            duration: Duration::from_secs(args.seconds),
+            cc: &args.cc,
+            samples: Some(&samples),
+        },
+    )?
+    .finish()?;
     bed.stop();
-    let recv: Value = serde_json::from_str(&std::fs::read_to_string(&recv_json)?)?;
-    let send: Value = serde_json::from_str(&std::fs::read_to_string(&send_json)?)?;
+    let recv = &ends.recv;
     let sat = bed.satlink_stats()?;
     let chunks = read_samples(&samples)?;
     let ctl = bed.control_log();
@@ -273,36 +234,23 @@ pub(crate) fn one(args: &DemoArgs, profile: &Path, setup: Setup) -> anyhow::Resu
         let dir = dir.join(setup.name());
         std::fs::create_dir_all(&dir)?;
         let mut keep = bed.artefacts();
-        keep.extend([samples.clone(), bed.topo.tmpdir().join("recv.json")]);
+        keep.push(samples.clone());
         for f in &keep {
             if f.exists() {
                 std::fs::copy(f, dir.join(f.file_name().unwrap_or_default()))?;
             }
         }
+        std::fs::write(dir.join("recv.json"), serde_json::to_string(recv)?)?;
     }
     let server_owd_ms = args.server_rtt.as_secs_f64() * 500.0;
     Ok(row(
         setup,
         server_owd_ms,
-        &recv,
-        &send,
+        &ends,
         &sat,
         &chunks,
         ctl.as_deref(),
     ))
-}
-
-/// Waits until something listens on TCP `port` in srv.
-fn wait_listening(topo: &Topology, port: u16) -> anyhow::Result<()> {
-    let filter = format!("sport = :{port}");
-    for _ in 0..100 {
-        let out = topo.run_ok(Node::Srv, &["ss", "-Hltn", &filter])?;
-        if !out.trim().is_empty() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    anyhow::bail!("nothing listens on srv:{port}")
 }
 
 /// `(stamp_unix_s, owd_ms)` per chunk from owd-bulk's `--samples` file.
@@ -367,12 +315,12 @@ pub(crate) fn proxy_queue(log: &str, t0: f64, t1: f64) -> Option<f64> {
 fn row(
     setup: Setup,
     server_owd_ms: f64,
-    recv: &Value,
-    send: &Value,
+    ends: &Ends,
     sat: &Value,
     chunks: &[(f64, f64)],
     ctl: Option<&str>,
 ) -> DemoRow {
+    let recv = &ends.recv;
     let replay_start = f(sat, &["replay_start_unix"]);
     let start = f(recv, &["start_unix_s"]);
     let t0 = start - replay_start;
@@ -409,7 +357,7 @@ fn row(
         proxy_queue_ms: ctl.and_then(|l| proxy_queue(l, start, start + f(recv, &["duration_s"]))),
         sat_queue_ms: mean("qdelay_mean_ms"),
         bytes: recv["bytes"].as_u64().unwrap_or(0),
-        sha256_match: recv["sha256"].is_string() && recv["sha256"] == send["sha256"],
+        sha256_match: ends.sha256_equal(),
         emulator: Some(emulator_counters(down)),
     }
 }

@@ -5,15 +5,19 @@
 //! VPN-vs-PEP suite's cells and matrices (`report` its page).
 
 pub mod bed;
+pub mod bulk;
 pub mod cost;
 pub mod cpu;
 pub mod demo;
+pub mod fair;
 pub mod iperf;
+pub mod owd;
 pub mod run;
 pub mod setup;
 pub mod split;
 pub mod sweep;
 pub mod tunnel;
+pub mod voip;
 pub mod vpn;
 
 use std::path::PathBuf;

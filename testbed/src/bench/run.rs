@@ -15,7 +15,7 @@ use crate::suite::{matrix, report};
 use super::bed::BedSpec;
 use super::demo::{self, DemoArgs};
 use super::setup::{pep_set, Setup};
-use super::split;
+use super::{bulk, fair, split, voip};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -35,7 +35,7 @@ pub struct RunArgs {
     /// The cell's link: a profile name (configs/profiles) or path.
     #[arg(long, default_value = "leo-starlink")]
     pub link: String,
-    /// The cell's application: bulk or file.
+    /// The cell's application: bulk, file, voip or fair.
     #[arg(long, default_value = "bulk")]
     pub app: String,
     /// The end hosts' congestion control: cubic or bbr.
@@ -154,12 +154,15 @@ fn measure(
     match spec.app.as_str() {
         "bulk" => bulk(&d, &bed, &mut c)?,
         "file" => file(&bed, spec, &mut c)?,
+        "voip" => voip::cell(&bed, spec, &mut c)?,
+        "fair" => fair::cell(&bed, spec, &mut c)?,
         other => anyhow::bail!("app {other} is not in this build of the suite yet"),
     }
     Ok(c)
 }
 
-/// bulk: a timed download srv → pc with owd-bulk (goodput, one-way delay per chunk).
+/// bulk: a timed download srv → pc with owd-bulk (goodput, one-way delay per chunk), then
+/// an iperf3 download and an upload (`bench::bulk`).
 fn bulk(d: &DemoArgs, bed: &BedSpec, c: &mut CellResult) -> anyhow::Result<()> {
     let r = demo::one(d, bed.profile, bed.setup)?;
     c.goodput_mbps = Some(r.goodput_mbps);
@@ -180,7 +183,7 @@ fn bulk(d: &DemoArgs, bed: &BedSpec, c: &mut CellResult) -> anyhow::Result<()> {
     c.sha256_equal = Some(r.sha256_match);
     c.emulator = r.emulator;
     anyhow::ensure!(r.sha256_match, "payload sha256 differs");
-    Ok(())
+    bulk::download_iperf_and_upload(bed, c)
 }
 
 /// file: the study's metric, the time to download 30 MB, and 1 MB (startup), one after the

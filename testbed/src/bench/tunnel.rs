@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::topo::{Node, TopoSpec, Topology};
+use crate::topo::{addr, Node, TopoSpec, Topology};
 
 use super::vpn::{self, Setup};
 use super::{cpu, iperf};
@@ -92,9 +92,19 @@ fn one(topo: &Topology, setup: Setup, round: u32, tag: &str, secs: u32) -> anyho
     let pids = running.pids();
     anyhow::ensure!(pids.len() == 2, "{}: daemon pids {pids:?}", setup.name());
     let mut samples = Vec::new();
-    let res = iperf::run(topo, Node::Pc, Node::Srv, "10.2.0.2", 5201, secs, || {
-        samples.push(cpu::total(&pids))
-    })?;
+    let srv = addr::SRV.to_string();
+    let spec = iperf::IperfSpec {
+        client: Node::Pc,
+        server: Node::Srv,
+        server_addr: &srv,
+        bind: None,
+        port: 5201,
+        secs,
+        omit: 0,
+        cc: "cubic",
+        reverse: false,
+    };
+    let res = iperf::run(topo, &spec, || samples.push(cpu::total(&pids)))?;
     let (before, after) = match (samples.first(), samples.get(1)) {
         (Some(Ok(a)), Some(Ok(b))) => (*a, *b),
         _ => anyhow::bail!("{}: could not read daemon CPU times", setup.name()),

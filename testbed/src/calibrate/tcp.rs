@@ -7,6 +7,7 @@ use super::bed::{Bed, Dir};
 use super::reference::{self, constant_rate};
 use super::table::Row;
 use super::{CalError, Ctx};
+use crate::bench::iperf::{self, IperfSpec};
 use crate::link::Direction;
 use crate::topo::addr::BOX_WAN;
 use crate::topo::Node;
@@ -14,34 +15,20 @@ use crate::topo::Node;
 /// Downlink goodput (bits/s, receiver side) of one iperf3 run from POP to box.
 pub fn iperf3_down(bed: &Bed, cc: &str, secs: u32, omit: u32) -> Result<f64, CalError> {
     let box_ip = BOX_WAN.to_string();
-    let _server = bed.topo.spawn(
-        Node::Box,
-        &format!("iperf3-server-{cc}"),
-        &["iperf3", "-s", "-1", "-B", &box_ip, "-p", "5201"],
-    )?;
-    std::thread::sleep(Duration::from_millis(300));
-    let out = bed.topo.run_ok(
-        Node::Pop,
-        &[
-            "iperf3",
-            "-c",
-            &box_ip,
-            "-p",
-            "5201",
-            "-t",
-            &secs.to_string(),
-            "-O",
-            &omit.to_string(),
-            "-C",
-            cc,
-            "-J",
-        ],
-    )?;
-    let v: serde_json::Value = serde_json::from_str(&out)
-        .map_err(|e| CalError::Measure(format!("iperf3 -J output: {e}")))?;
-    v["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .ok_or_else(|| CalError::Measure(format!("iperf3: no sum_received in {out:.300}")))
+    let spec = IperfSpec {
+        client: Node::Pop,
+        server: Node::Box,
+        server_addr: &box_ip,
+        bind: Some(&box_ip),
+        port: 5201,
+        secs,
+        omit,
+        cc,
+        reverse: false,
+    };
+    iperf::run(&bed.topo, &spec, || {})
+        .map(|r| r.bits_per_second)
+        .map_err(|e| CalError::Measure(format!("{e:#}")))
 }
 
 /// The mean base RTT (down + up delay) over the next 30 s of the replay.

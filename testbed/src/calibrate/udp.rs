@@ -124,8 +124,7 @@ pub struct Receiver {
 impl Receiver {
     pub fn bind(addr: SocketAddr) -> Result<Receiver, CalError> {
         let sock = UdpSocket::bind(addr).map_err(io(format!("bind udp {addr}")))?;
-        setsockopt(&sock, sockopt::ReceiveTimestampns, &true)
-            .map_err(|e| io(format!("SO_TIMESTAMPNS on {addr}"))(e.into()))?;
+        stamp_receptions(&sock).map_err(io(format!("SO_TIMESTAMPNS on {addr}")))?;
         setsockopt(&sock, sockopt::RcvBufForce, &(32 << 20))
             .map_err(|e| io(format!("SO_RCVBUFFORCE on {addr}"))(e.into()))?;
         sock.set_read_timeout(Some(Duration::from_millis(50)))
@@ -142,38 +141,53 @@ impl Receiver {
     pub fn run(&self, until_unix: Duration, max: usize) -> Result<Vec<Rx>, CalError> {
         let mut out = Vec::with_capacity(max.min(1 << 16));
         let mut buf = vec![0u8; 65536];
-        let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
         while out.len() < max && sys::realtime_now() < until_unix {
-            let mut iov = [IoSliceMut::new(&mut buf)];
-            let r = recvmsg::<()>(
-                self.sock.as_raw_fd(),
-                &mut iov,
-                Some(&mut cmsg),
-                MsgFlags::empty(),
-            );
-            let msg = match r {
-                Ok(m) => m,
-                Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(io("recvmsg".into())(e.into())),
+            let Some((len, recv_ns)) =
+                recv_stamped(&self.sock, &mut buf).map_err(io("recvmsg".into()))?
+            else {
+                continue;
             };
-            let mut recv_ns = 0u64;
-            if let Ok(cm) = msg.cmsgs() {
-                for c in cm {
-                    if let ControlMessageOwned::ScmTimestampns(ts) = c {
-                        recv_ns = Duration::from(ts).as_nanos() as u64;
-                    }
-                }
-            }
-            let len = msg.bytes;
-            if recv_ns == 0 {
-                recv_ns = sys::realtime_now().as_nanos() as u64;
-            }
             if let Some(rx) = parse(&buf[..len], recv_ns) {
                 out.push(rx);
             }
         }
         Ok(out)
     }
+}
+
+/// Turns on kernel receive stamps (SO_TIMESTAMPNS) for [`recv_stamped`].
+pub fn stamp_receptions(sock: &UdpSocket) -> std::io::Result<()> {
+    setsockopt(sock, sockopt::ReceiveTimestampns, &true).map_err(std::io::Error::from)
+}
+
+/// One datagram into `buf`: its length and its kernel receive time (CLOCK_REALTIME ns; the
+/// time of the read if the socket gives no stamp). `None` when the socket's read timeout
+/// passed or a signal interrupted the wait.
+pub fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> std::io::Result<Option<(usize, u64)>> {
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = match recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::empty(),
+    ) {
+        Ok(m) => m,
+        Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut recv_ns = 0u64;
+    if let Ok(cm) = msg.cmsgs() {
+        for c in cm {
+            if let ControlMessageOwned::ScmTimestampns(ts) = c {
+                recv_ns = Duration::from(ts).as_nanos() as u64;
+            }
+        }
+    }
+    if recv_ns == 0 {
+        recv_ns = sys::realtime_now().as_nanos() as u64;
+    }
+    Ok(Some((msg.bytes, recv_ns)))
 }
 
 fn parse(b: &[u8], recv_ns: u64) -> Option<Rx> {

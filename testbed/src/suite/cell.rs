@@ -138,6 +138,10 @@ pub struct CellResult {
     pub goodput_mbps: Option<f64>,
     pub capacity_mbps: Option<f64>,
     pub utilisation: Option<f64>,
+    /// bulk: iperf3 `-J` download srv → pc (receiver's goodput), and an owd-bulk upload
+    /// pc → srv, each the cell's duration, after the owd-bulk download (not overlapping it).
+    pub iperf_goodput_mbps: Option<f64>,
+    pub upload_mbps: Option<f64>,
     /// bulk: one-way delay of the data (per chunk), and its queueing part (OWD − the trace's
     /// own delay).
     pub owd_ms: Option<Pct3>,
@@ -184,6 +188,8 @@ impl CellResult {
             goodput_mbps: None,
             capacity_mbps: None,
             utilisation: None,
+            iperf_goodput_mbps: None,
+            upload_mbps: None,
             owd_ms: None,
             queueing_ms: None,
             proxy_queue_ms: None,

@@ -2,9 +2,12 @@
 //! links × applications × end-host congestion control × seeds, one cell at a time. This
 //! module holds its pure parts: [`cell`] (what a cell is and its JSON line), [`matrix`] (the
 //! TOML matrices of `configs/bench/`), [`report`] (markdown and CSV from the JSON lines),
-//! [`quality`] (the E-model, RFC 3550 jitter, Jain's index). `bench::run` runs the cells.
+//! [`quality`] (the E-model, RFC 3550 jitter, Jain's index), [`call`] (a G.711 call's
+//! packets and per-direction figures), [`fair`] (goodput over the window competing flows share). `bench::run` runs the cells.
 
+pub mod call;
 pub mod cell;
+pub mod fair;
 pub mod matrix;
 pub mod quality;
 pub mod report;

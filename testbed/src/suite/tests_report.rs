@@ -73,6 +73,19 @@ fn a_cell_json_has_every_contract_field() {
     assert_eq!(f["status"], "failed");
     assert_eq!(f["error"], "pc cannot reach srv");
     assert!(f["goodput_mbps"].is_null() && f["owd_ms"].is_null());
+    for k in [
+        "iperf_goodput_mbps",
+        "upload_mbps",
+        "voip_idle",
+        "voip_bulk",
+        "fair_mbps",
+        "jain",
+    ] {
+        assert!(
+            f.get(k).is_some_and(|x| x.is_null()),
+            "{k} not a null field of {f}"
+        );
+    }
 }
 
 #[test]
