@@ -211,10 +211,14 @@ pub fn set_capped(table: &str, ops: &SetOps) -> Option<String> {
         ("add", &ops.add, addr),
         ("add", &ops.add_peer, peer),
     ] {
+        // The address sets take addresses (a prefix needs an interval set).
         let fam = |v4: bool| -> Vec<String> {
             nets.iter()
                 .filter(|n| matches!(n, IpNet::V4(_)) == v4)
-                .map(|n| n.to_string())
+                .map(|n| match n.prefix_len() == n.max_prefix_len() {
+                    true => n.addr().to_string(),
+                    false => n.to_string(),
+                })
                 .collect()
         };
         for (set, items) in [(set4, fam(true)), (set6, fam(false))] {

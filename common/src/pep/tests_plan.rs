@@ -238,10 +238,10 @@ fn capped_clients_become_set_elements_per_family() {
     };
     assert_eq!(
         nft::set_capped("t", &ops).unwrap(),
-        "delete element inet t capped4 { 10.1.0.9/32 }\n\
+        "delete element inet t capped4 { 10.1.0.9 }\n\
          delete element inet t cappedp6 { fd00:1::/64 }\n\
-         add element inet t capped4 { 10.1.0.3/32 }\n\
-         add element inet t capped6 { fd00:1::3/128 }\n\
+         add element inet t capped4 { 10.1.0.3 }\n\
+         add element inet t capped6 { fd00:1::3 }\n\
          add element inet t cappedp4 { 10.1.0.0/24 }\n"
     );
     assert_eq!(nft::set_capped("t", &SetOps::default()), None);

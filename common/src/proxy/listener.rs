@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use socket2::Socket;
 use tokio::net::TcpListener;
 
-use crate::pep::FlowKey;
+use crate::pep::{FlowKey, FlowState};
 
 use super::error::ProxyError;
 use super::flow;
@@ -54,6 +54,14 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
         };
         let key = FlowKey { client, server };
         let adm = shared.admit(key, Instant::now());
+        if adm.over_cap {
+            // Its SYN raced the nft update that caps its client: reset it rather than hold a
+            // slot beyond the client's share (the next ones pass unsplit).
+            let _ = sock.set_linger(Some(Duration::ZERO));
+            drop(sock);
+            shared.remove(adm.id, FlowState::Reset, 0, 0);
+            continue;
+        }
         if adm.over_limit {
             tracing::info!(
                 "flow {client} -> {server} arrived while the table was full; splitting it anyway"
