@@ -9,6 +9,7 @@ pub mod cost;
 pub mod cpu;
 pub mod demo;
 pub mod iperf;
+pub mod ovpn;
 pub mod run;
 pub mod setup;
 pub mod split;
