@@ -165,6 +165,13 @@ pub fn up(
         near.short(),
         pos.far_addr()
     );
+    if transport == Transport::Tcp {
+        // OpenVPN cannot choose its socket's congestion control: its TCP gets the host's
+        // default, pinned to CUBIC (Debian's) whatever this machine's default is.
+        for n in [near, far] {
+            topo.sysctl(n, &["net.ipv4.tcp_congestion_control=cubic"])?;
+        }
+    }
     let mut procs = Vec::new();
     for (node, is_far, routes) in [(far, true, far_routes), (near, false, near_routes)] {
         let name = if is_far { "far" } else { "near" };
