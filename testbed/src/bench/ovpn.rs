@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::topo::addr::{TUN_FAR, TUN_NEAR};
+use crate::topo::addr::{
+    BOX_LAN, BOX_WAN, PC_LAN, POP_LAN, POP_WAN, SRV, TUN_FAR, TUN_NEAR, WAN_IF,
+};
 use crate::topo::{Node, Proc, Topology};
 
 use super::vpn::{Position, Running};
@@ -166,11 +168,7 @@ pub fn up(
         pos.far_addr()
     );
     if transport == Transport::Tcp {
-        // OpenVPN cannot choose its socket's congestion control: its TCP gets the host's
-        // default, pinned to CUBIC (Debian's) whatever this machine's default is.
-        for n in [near, far] {
-            topo.sysctl(n, &["net.ipv4.tcp_congestion_control=cubic"])?;
-        }
+        pin_cubic(topo, pos)?;
     }
     let mut procs = Vec::new();
     for (node, is_far, routes) in [(far, true, far_routes), (near, false, near_routes)] {
@@ -198,6 +196,33 @@ pub fn up(
         "openvpn: pc cannot reach srv"
     );
     Ok(Running::of(procs))
+}
+
+/// OpenVPN cannot choose its TCP socket's congestion control and a namespace cannot default to
+/// one outside `tcp_allowed_congestion_control`: a host route from each end to the other with
+/// `congctl cubic` (Debian's default) pins it whatever this machine's default is. Only
+/// OpenVPN's own connection takes these routes (the apps' traffic goes through the tunnel).
+fn pin_cubic(topo: &Topology, pos: Position) -> anyhow::Result<()> {
+    // (where, the other end, its gateway: none on the satellite link's subnet)
+    let hops = match pos {
+        Position::BoxPop => [(Node::Box, POP_WAN, None), (Node::Pop, BOX_WAN, None)],
+        Position::PcSrv => [
+            (Node::Pc, SRV, Some(BOX_LAN)),
+            (Node::Srv, PC_LAN, Some(POP_LAN)),
+        ],
+    };
+    for (node, peer, gw) in hops {
+        let dst = format!("{peer}/32");
+        let via = match gw {
+            Some(g) => ["via".to_string(), g.to_string()],
+            None => ["dev".to_string(), WAN_IF.to_string()],
+        };
+        let mut args = vec!["route", "add", dst.as_str()];
+        args.extend(via.iter().map(String::as_str));
+        args.extend(["congctl", "cubic"]);
+        topo.ip(node, &args)?;
+    }
+    Ok(())
 }
 
 /// Waits for "Initialization Sequence Completed" (TLS done, addresses and routes set).
