@@ -13,8 +13,8 @@ use crate::topo::{addr, Node, Proc, TopoSpec, Topology};
 
 use super::ovpn::{self, Transport};
 use super::setup::{start_daemon, Setup};
-use super::vpn::{self, Position};
 use super::sibling_bin;
+use super::vpn::{self, Position};
 
 /// What to bring up.
 #[derive(Debug, Clone)]
@@ -95,9 +95,7 @@ impl Bed {
             Setup::WgPepA => Some(vpn::up_at(&topo, vpn::Setup::Ours, Position::PcSrv, "a")?),
             Setup::OvpnUdp => Some(ovpn::up(&topo, Transport::Udp, Position::BoxPop, ovpn_buf)?),
             Setup::OvpnTcp => Some(ovpn::up(&topo, Transport::Tcp, Position::BoxPop, ovpn_buf)?),
-            Setup::OvpnTcpPepA => {
-                Some(ovpn::up(&topo, Transport::Tcp, Position::PcSrv, ovpn_buf)?)
-            }
+            Setup::OvpnTcpPepA => Some(ovpn::up(&topo, Transport::Tcp, Position::PcSrv, ovpn_buf)?),
             _ => None,
         };
         let bed = Bed {

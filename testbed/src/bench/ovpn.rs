@@ -100,8 +100,21 @@ pub fn config(c: &Conf) -> anyhow::Result<String> {
 
 /// Makes a CA and a certificate for each end ("far": server, "near": client) in `dir`.
 fn make_pki(dir: &Path) -> anyhow::Result<()> {
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-    let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=starpep-bench-ca"];
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec![
+        "req",
+        "-x509",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=starpep-bench-ca",
+    ];
     ca.extend(ec);
     ca.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
     openssl(dir, &ca)?;
@@ -123,8 +136,22 @@ fn make_pki(dir: &Path) -> anyhow::Result<()> {
         openssl(
             dir,
             &[
-                "x509", "-req", "-in", &csr, "-CA", "ca.crt", "-CAkey", "ca.key", "-set_serial",
-                "1", "-days", "2", "-extfile", &ext, "-out", &crt,
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-set_serial",
+                "1",
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+                "-out",
+                &crt,
             ],
         )?;
     }

@@ -120,7 +120,11 @@ impl Running {
     /// PIDs of the two daemons (near, far), for CPU accounting.
     pub fn pids(&self) -> Vec<u32> {
         let uapi = self.uapi.iter().map(|u| &u.proc);
-        self.procs.iter().chain(uapi).filter_map(Proc::pid).collect()
+        self.procs
+            .iter()
+            .chain(uapi)
+            .filter_map(Proc::pid)
+            .collect()
     }
 }
 
@@ -358,7 +362,10 @@ pub fn start_uapi(
     // The daemon creates the TUN first and its UAPI socket after: `wg set` needs both.
     let end = Instant::now() + Duration::from_secs(10);
     while !uapi_socket(iface).exists()
-        || !topo.exec(node, &["ip", "link", "show", iface])?.status.success()
+        || !topo
+            .exec(node, &["ip", "link", "show", iface])?
+            .status
+            .success()
     {
         anyhow::ensure!(
             Instant::now() < end,
