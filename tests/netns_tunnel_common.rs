@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use starpep_testbed::bench::vpn;
+use starpep_testbed::bench::{uapi, vpn};
 use starpep_tests::{addr, bin_path, Node, Proc, Topology};
 
 pub const WG_PORT: u16 = addr::WG_PORT;
@@ -163,11 +163,11 @@ pub fn ping_ok(topo: &Topology, node: Node, dst: &str, tries: u32) {
 
 /// wireguard-go in `node` as `iface` (the test bed's start-up: `wg set`, then addresses, MTU
 /// and routes by hand as wg-quick would); stopped on drop.
-pub type WireguardGo = vpn::UapiDaemon;
-pub type WgGoSpec<'a> = vpn::UapiSpec<'a>;
+pub type WireguardGo = uapi::UapiDaemon;
+pub type WgGoSpec<'a> = uapi::UapiSpec<'a>;
 
 pub fn start_wireguard_go(topo: &Topology, node: Node, iface: &str, s: &WgGoSpec) -> WireguardGo {
-    vpn::start_uapi(topo, node, vpn::Setup::WireguardGo, iface, s).expect("wireguard-go")
+    uapi::start_uapi(topo, node, vpn::Setup::WireguardGo, iface, s).expect("wireguard-go")
 }
 
 /// Whether `owd-bulk` (the sha256-reporting bulk tool of the test bed) is built.

@@ -15,6 +15,7 @@ pub mod setup;
 pub mod split;
 pub mod sweep;
 pub mod tunnel;
+pub mod uapi;
 pub mod vpn;
 
 use std::path::PathBuf;
