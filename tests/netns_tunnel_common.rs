@@ -8,16 +8,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use starpep_testbed::bench::{uapi, vpn};
 use starpep_tests::{addr, bin_path, Node, Proc, Topology};
 
-pub const WG_PORT: u16 = 51820;
+pub const WG_PORT: u16 = addr::WG_PORT;
 
 /// A key pair made by our own `genkey`/`pubkey`.
-#[derive(Debug, Clone)]
-pub struct Keys {
-    pub private: String,
-    pub public: String,
-}
+pub type Keys = vpn::Key;
 
 /// Runs `prog args` with `stdin`, returns trimmed stdout (panics with stderr on failure).
 pub fn pipe(prog: &Path, args: &[&str], stdin: &str) -> String {
@@ -46,10 +43,7 @@ pub fn pipe(prog: &Path, args: &[&str], stdin: &str) -> String {
 }
 
 pub fn keys() -> Keys {
-    let bin = bin_path("starpep-client");
-    let private = pipe(&bin, &["genkey"], "");
-    let public = pipe(&bin, &["pubkey"], &private);
-    Keys { private, public }
+    vpn::key(&bin_path("starpep-client")).expect("genkey/pubkey")
 }
 
 /// Interface names unique across the machine (wireguard-go's UAPI sockets are global):
@@ -167,96 +161,13 @@ pub fn ping_ok(topo: &Topology, node: Node, dst: &str, tries: u32) {
     panic!("{:?} cannot ping {dst}: {last}", node);
 }
 
-/// wireguard-go in `node` as `iface`, configured with `wg setconf`-style settings through
-/// `wg set`, with addresses, MTU and routes set by hand (as wg-quick would).
-pub struct WireguardGo {
-    pub proc: Proc,
-    pub iface: String,
-}
-
-impl Drop for WireguardGo {
-    fn drop(&mut self) {
-        self.proc.stop();
-        let _ = std::fs::remove_file(format!("/var/run/wireguard/{}.sock", self.iface));
-    }
-}
-
-pub struct WgGoSpec<'a> {
-    pub keys: &'a Keys,
-    pub listen_port: Option<u16>,
-    pub peer_public: &'a str,
-    pub endpoint: Option<&'a str>,
-    pub allowed: &'a str,
-    pub addresses: &'a [&'a str],
-    pub routes: &'a [&'a str],
-}
+/// wireguard-go in `node` as `iface` (the test bed's start-up: `wg set`, then addresses, MTU
+/// and routes by hand as wg-quick would); stopped on drop.
+pub type WireguardGo = uapi::UapiDaemon;
+pub type WgGoSpec<'a> = uapi::UapiSpec<'a>;
 
 pub fn start_wireguard_go(topo: &Topology, node: Node, iface: &str, s: &WgGoSpec) -> WireguardGo {
-    let proc = topo
-        .spawn(
-            node,
-            &format!("wireguard-go-{iface}"),
-            &[
-                "env",
-                "WG_PROCESS_FOREGROUND=1",
-                "wireguard-go",
-                "-f",
-                iface,
-            ],
-        )
-        .expect("spawn wireguard-go");
-    let wg = WireguardGo {
-        proc,
-        iface: iface.to_string(),
-    };
-    let end = Instant::now() + Duration::from_secs(10);
-    // wireguard-go creates the TUN first and its UAPI socket after: `wg set` needs both.
-    let uapi = std::path::PathBuf::from(format!("/var/run/wireguard/{iface}.sock"));
-    while !uapi.exists()
-        || topo
-            .exec(node, &["ip", "link", "show", iface])
-            .map(|o| !o.status.success())
-            .unwrap_or(true)
-    {
-        assert!(
-            Instant::now() < end,
-            "wireguard-go did not create {iface} and its UAPI socket"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let keyfile = topo.tmpdir().join(format!("{iface}.key"));
-    std::fs::write(&keyfile, &s.keys.private).unwrap();
-    let mut args: Vec<String> = vec![
-        "wg".into(),
-        "set".into(),
-        iface.into(),
-        "private-key".into(),
-        keyfile.display().to_string(),
-    ];
-    if let Some(p) = s.listen_port {
-        args.extend(["listen-port".into(), p.to_string()]);
-    }
-    args.extend([
-        "peer".into(),
-        s.peer_public.into(),
-        "allowed-ips".into(),
-        s.allowed.replace(' ', ""),
-    ]);
-    if let Some(e) = s.endpoint {
-        args.extend(["endpoint".into(), e.into()]);
-    }
-    topo.run_ok(node, &args).expect("wg set");
-    for a in s.addresses {
-        topo.run_ok(node, &["ip", "address", "add", a, "dev", iface])
-            .expect("addr");
-    }
-    topo.run_ok(node, &["ip", "link", "set", iface, "mtu", "1420", "up"])
-        .expect("up");
-    for r in s.routes {
-        topo.run_ok(node, &["ip", "route", "add", r, "dev", iface])
-            .expect("route");
-    }
-    wg
+    uapi::start_uapi(topo, node, vpn::Setup::WireguardGo, iface, s).expect("wireguard-go")
 }
 
 /// Whether `owd-bulk` (the sha256-reporting bulk tool of the test bed) is built.

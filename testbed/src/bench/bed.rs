@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::link::Profile;
 use crate::topo::{addr, Node, Proc, TopoSpec, Topology};
 
+use super::ovpn::{self, Transport};
 use super::setup::{start_daemon, Setup};
-use super::{sibling_bin, vpn};
+use super::sibling_bin;
+use super::vpn::{self, Position};
 
 /// What to bring up.
 #[derive(Debug, Clone)]
@@ -36,7 +39,8 @@ pub struct BedSpec<'a> {
 pub struct Bed {
     pub setup: Setup,
     daemons: Vec<Proc>,
-    wg_go: Option<vpn::Running>,
+    /// A VPN not started from `configs/` (wireguard-go, OpenVPN, position A's WireGuard).
+    vpn: Option<vpn::Running>,
     link: Proc,
     ter: Option<Proc>,
     stats: PathBuf,
@@ -84,14 +88,20 @@ impl Bed {
                 spec.pep_set,
             )?);
         }
-        let wg_go = match spec.setup {
+        let (rate, rtt) = Profile::load(spec.profile)?.nominal();
+        let ovpn_buf = ovpn::socket_buffer(rate, rtt);
+        let vpn = match spec.setup {
             Setup::WireguardGo => Some(vpn::up(&topo, vpn::Setup::WireguardGo, "g")?),
+            Setup::WgPepA => Some(vpn::up_at(&topo, vpn::Setup::Ours, Position::PcSrv, "a")?),
+            Setup::OvpnUdp => Some(ovpn::up(&topo, Transport::Udp, Position::BoxPop, ovpn_buf)?),
+            Setup::OvpnTcp => Some(ovpn::up(&topo, Transport::Tcp, Position::BoxPop, ovpn_buf)?),
+            Setup::OvpnTcpPepA => Some(ovpn::up(&topo, Transport::Tcp, Position::PcSrv, ovpn_buf)?),
             _ => None,
         };
         let bed = Bed {
             setup: spec.setup,
             daemons,
-            wg_go,
+            vpn,
             link,
             ter,
             stats,
@@ -104,9 +114,13 @@ impl Bed {
         Ok(bed)
     }
 
-    /// The server's address as pc's applications reach it.
+    /// The server's address as pc's applications reach it (its tunnel address when the VPN
+    /// runs on the end hosts).
     pub fn srv_addr(&self) -> IpAddr {
-        IpAddr::V4(addr::SRV)
+        match self.setup {
+            Setup::OvpnTcpPepA | Setup::WgPepA => IpAddr::V4(addr::TUN_FAR),
+            _ => IpAddr::V4(addr::SRV),
+        }
     }
 
     /// Stops the daemons and the links (satlink then writes its counters); idempotent.
@@ -114,7 +128,7 @@ impl Bed {
         for d in &mut self.daemons {
             d.stop();
         }
-        self.wg_go = None;
+        self.vpn = None;
         self.link.stop();
         if let Some(t) = &mut self.ter {
             t.stop();

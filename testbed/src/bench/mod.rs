@@ -11,12 +11,14 @@ pub mod cpu;
 pub mod demo;
 pub mod fair;
 pub mod iperf;
+pub mod ovpn;
 pub mod owd;
 pub mod run;
 pub mod setup;
 pub mod split;
 pub mod sweep;
 pub mod tunnel;
+pub mod uapi;
 pub mod voip;
 pub mod vpn;
 
@@ -25,13 +27,17 @@ use std::path::PathBuf;
 /// How long a bench waits for pc to reach srv before measuring (routes up, handshake done).
 pub const WARM_UP: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// A binary next to the running one (`target/<profile>/NAME`), built by the same cargo build.
+/// A binary next to the running one (`target/<profile>/NAME`), built by the same cargo build;
+/// from a test binary (`target/<profile>/deps/`), the one a level up.
 pub fn sibling_bin(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    let p = exe
+    let mut dir = exe
         .parent()
-        .ok_or_else(|| anyhow::anyhow!("no parent dir of {}", exe.display()))?
-        .join(name);
+        .ok_or_else(|| anyhow::anyhow!("no parent dir of {}", exe.display()))?;
+    if dir.ends_with("deps") {
+        dir = dir.parent().unwrap_or(dir);
+    }
+    let p = dir.join(name);
     anyhow::ensure!(
         p.exists(),
         "{} not built (cargo build --release --workspace --bins)",

@@ -81,6 +81,10 @@ fn bench_setup(name: &str) -> Option<Setup> {
         "wg+split" => Setup::Split,
         "wg+starpep" => Setup::Starpep,
         "wg+starpep-clamp" => Setup::StarpepClamp,
+        "ovpn-udp" => Setup::OvpnUdp,
+        "ovpn-tcp" => Setup::OvpnTcp,
+        "ovpn-tcp+pepA" => Setup::OvpnTcpPepA,
+        "wg+pepA" => Setup::WgPepA,
         _ => return None,
     })
 }

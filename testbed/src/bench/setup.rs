@@ -27,6 +27,16 @@ pub enum Setup {
     PepNoVpn,
     /// Stock wireguard-go + `wg` at box and POP (`bench::vpn`).
     WireguardGo,
+    /// OpenVPN over UDP at box and POP (`bench::ovpn`).
+    OvpnUdp,
+    /// OpenVPN over TCP at box and POP.
+    OvpnTcp,
+    /// OpenVPN over TCP at pc and srv, its TCP connection split by the PEP without VPN on box
+    /// and POP (position A: TCP-in-TCP).
+    OvpnTcpPepA,
+    /// Our WireGuard endpoints at pc and srv, the PEP without VPN on box and POP (it sees only
+    /// UDP).
+    WgPepA,
 }
 
 impl serde::Serialize for Setup {
@@ -36,7 +46,7 @@ impl serde::Serialize for Setup {
 }
 
 impl Setup {
-    pub const ALL: [Setup; 8] = [
+    pub const ALL: [Setup; 12] = [
         Setup::Plain,
         Setup::Wireguard,
         Setup::Split,
@@ -45,6 +55,10 @@ impl Setup {
         Setup::StarpepClamp,
         Setup::PepNoVpn,
         Setup::WireguardGo,
+        Setup::OvpnUdp,
+        Setup::OvpnTcp,
+        Setup::OvpnTcpPepA,
+        Setup::WgPepA,
     ];
 
     pub fn parse(s: &str) -> anyhow::Result<Setup> {
@@ -72,6 +86,10 @@ impl Setup {
             Setup::StarpepClamp => "starpep-clamp",
             Setup::PepNoVpn => "pep-novpn",
             Setup::WireguardGo => "wireguard-go",
+            Setup::OvpnUdp => "ovpn-udp",
+            Setup::OvpnTcp => "ovpn-tcp",
+            Setup::OvpnTcpPepA => "ovpn-tcp+pepA",
+            Setup::WgPepA => "wg+pepA",
         }
     }
 
@@ -85,18 +103,24 @@ impl Setup {
             Setup::StarpepClamp => "StarPEP (clamp)",
             Setup::PepNoVpn => "PEP without VPN",
             Setup::WireguardGo => "wireguard-go",
+            Setup::OvpnUdp => "OpenVPN (UDP)",
+            Setup::OvpnTcp => "OpenVPN (TCP)",
+            Setup::OvpnTcpPepA => "OpenVPN (TCP) + PEP outside",
+            Setup::WgPepA => "WireGuard + PEP outside",
         }
     }
 
     /// Config names (box, POP) in `configs/`, if daemons run.
     pub(crate) fn configs(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Setup::Plain | Setup::WireguardGo => None,
+            Setup::Plain | Setup::WireguardGo | Setup::OvpnUdp | Setup::OvpnTcp => None,
             Setup::Wireguard => Some(("box", "pop")),
             Setup::Split | Setup::SplitCubic | Setup::Starpep | Setup::StarpepClamp => {
                 Some(("box-pep", "pop-pep"))
             }
-            Setup::PepNoVpn => Some(("box-pep-none", "pop-pep-none")),
+            Setup::PepNoVpn | Setup::OvpnTcpPepA | Setup::WgPepA => {
+                Some(("box-pep-none", "pop-pep-none"))
+            }
         }
     }
 
@@ -107,12 +131,22 @@ impl Setup {
             Setup::SplitCubic => &["Mode=split", "Congestion=cubic"],
             Setup::Starpep => &["Mode=starpep"],
             Setup::StarpepClamp => &["Mode=starpep", "WindowControl=clamp"],
-            Setup::Plain | Setup::Wireguard | Setup::PepNoVpn | Setup::WireguardGo => &[],
+            Setup::Plain
+            | Setup::Wireguard
+            | Setup::PepNoVpn
+            | Setup::WireguardGo
+            | Setup::OvpnUdp
+            | Setup::OvpnTcp
+            | Setup::OvpnTcpPepA
+            | Setup::WgPepA => &[],
         }
     }
 
     pub(crate) fn plain_routes(self) -> bool {
-        matches!(self, Setup::Plain | Setup::PepNoVpn)
+        matches!(
+            self,
+            Setup::Plain | Setup::PepNoVpn | Setup::OvpnTcpPepA | Setup::WgPepA
+        )
     }
 }
 

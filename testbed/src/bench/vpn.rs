@@ -1,18 +1,22 @@
-//! The VPN setups a benchmark compares, brought up and down inside one topology: our endpoint
-//! pair, wireguard-go (+ `wg`), and boringtun-cli when it is installed. Same keys, addresses,
-//! MTU (1420) and routes for all.
+//! The WireGuard setups a benchmark compares, brought up and down inside one topology: our
+//! endpoint pair, wireguard-go (+ `wg`), and boringtun-cli when it is installed, at box and POP
+//! or (position A) at pc and srv. Same keys, addresses (`topo::addr`), MTU (1420) and routes for
+//! all (the UAPI daemons' start-up is `bench::uapi`).
 
-use std::path::PathBuf;
+use std::net::Ipv4Addr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::topo::{addr, Node, Proc, Topology};
+use crate::topo::addr::{PC_NET, POP_WAN, SRV, SRV_NET, TUN_FAR, TUN_NEAR, TUN_NET, WG_PORT};
+use crate::topo::{Node, Proc, Topology};
 
 use super::sibling_bin;
+use super::uapi::{start_uapi, UapiDaemon, UapiSpec};
 
 /// One data path under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Setup {
-    /// starpep-client on the box, starpep-pop on the POP.
+    /// starpep-client on the near end, starpep-pop on the far end.
     Ours,
     /// wireguard-go on both, configured with `wg set`.
     WireguardGo,
@@ -41,16 +45,86 @@ impl Setup {
     }
 }
 
+/// Where a VPN's two endpoints run (WireGuard here, OpenVPN in `bench::ovpn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Position {
+    /// box and POP, the two LANs routed through the tunnel.
+    BoxPop,
+    /// pc and srv themselves, outside a PEP on box and POP (the suite's position A): only the
+    /// tunnel's own addresses go through it, so apps reach srv at [`TUN_FAR`].
+    PcSrv,
+}
+
+impl Position {
+    /// (near, far): the endpoint that connects and the one that listens.
+    pub fn nodes(self) -> (Node, Node) {
+        match self {
+            Position::BoxPop => (Node::Box, Node::Pop),
+            Position::PcSrv => (Node::Pc, Node::Srv),
+        }
+    }
+
+    /// The far endpoint's address on the underlay (what the near end connects to).
+    pub fn far_addr(self) -> Ipv4Addr {
+        match self {
+            Position::BoxPop => POP_WAN,
+            Position::PcSrv => SRV,
+        }
+    }
+
+    /// The networks routed into the tunnel besides its own: (at the near end, at the far end).
+    pub fn routes(self) -> (&'static [&'static str], &'static [&'static str]) {
+        match self {
+            Position::BoxPop => (&[SRV_NET], &[PC_NET]),
+            Position::PcSrv => (&[], &[]),
+        }
+    }
+
+    /// The address pc's applications reach srv at through this tunnel.
+    pub fn srv_addr(self) -> Ipv4Addr {
+        match self {
+            Position::BoxPop => SRV,
+            Position::PcSrv => TUN_FAR,
+        }
+    }
+
+    /// WireGuard AllowedIPs: (the near end's, the far end's).
+    fn allowed(self) -> (String, String) {
+        let (near, far) = self.routes();
+        let tun_near = format!("{TUN_NEAR}/32");
+        let join = |first: &str, rest: &[&str]| {
+            std::iter::once(first)
+                .chain(rest.iter().copied())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        (join(TUN_NET, near), join(&tun_near, far))
+    }
+}
+
 /// A running setup; dropping it stops the daemons (and their interfaces go).
 pub struct Running {
     procs: Vec<Proc>,
-    uapi: Vec<PathBuf>,
+    uapi: Vec<UapiDaemon>,
 }
 
 impl Running {
-    /// PIDs of the two daemons (box, POP), for CPU accounting.
+    /// Daemons started elsewhere (`bench::ovpn`), owned and stopped like these.
+    pub(crate) fn of(procs: Vec<Proc>) -> Running {
+        Running {
+            procs,
+            uapi: Vec::new(),
+        }
+    }
+
+    /// PIDs of the two daemons (near, far), for CPU accounting.
     pub fn pids(&self) -> Vec<u32> {
-        self.procs.iter().filter_map(Proc::pid).collect()
+        let uapi = self.uapi.iter().map(|u| &u.proc);
+        self.procs
+            .iter()
+            .chain(uapi)
+            .filter_map(Proc::pid)
+            .collect()
     }
 }
 
@@ -59,120 +133,122 @@ impl Drop for Running {
         for p in &mut self.procs {
             p.stop();
         }
-        for u in &self.uapi {
-            let _ = std::fs::remove_file(u);
-        }
     }
 }
 
-struct Key {
-    private: String,
-    public: String,
+/// A WireGuard key pair.
+#[derive(Debug, Clone)]
+pub struct Key {
+    pub private: String,
+    pub public: String,
 }
 
-fn key(bin: &std::path::Path) -> anyhow::Result<Key> {
+/// A fresh key pair made by `bin genkey` / `bin pubkey` (our daemons or `wg`).
+pub fn key(bin: &Path) -> anyhow::Result<Key> {
     use std::io::Write;
     let out = std::process::Command::new(bin).arg("genkey").output()?;
+    anyhow::ensure!(out.status.success(), "{} genkey failed", bin.display());
     let private = String::from_utf8(out.stdout)?.trim().to_string();
     let mut c = std::process::Command::new(bin)
         .arg("pubkey")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()?;
-    c.stdin.take().unwrap().write_all(private.as_bytes())?;
+    c.stdin
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("pubkey: no stdin"))?
+        .write_all(private.as_bytes())?;
     let public = String::from_utf8(c.wait_with_output()?.stdout)?
         .trim()
         .to_string();
     Ok(Key { private, public })
 }
 
-const BOX_ALLOWED: &str = "10.2.0.0/24,10.8.0.0/24";
-const POP_ALLOWED: &str = "10.8.0.2/32,10.1.0.0/24";
-
-/// Brings `setup` up; `tag` makes interface names unique (wireguard-go's UAPI is global).
+/// Brings `setup` up at box and POP; `tag` makes interface names unique (wireguard-go's UAPI
+/// is global).
 pub fn up(topo: &Topology, setup: Setup, tag: &str) -> anyhow::Result<Running> {
+    up_at(topo, setup, Position::BoxPop, tag)
+}
+
+/// Brings `setup` up at `pos` and waits until pc reaches srv through it (handshake done).
+pub fn up_at(topo: &Topology, setup: Setup, pos: Position, tag: &str) -> anyhow::Result<Running> {
     let client = sibling_bin("starpep-client")?;
-    let (bk, pk) = (key(&client)?, key(&client)?);
+    let (nk, fk) = (key(&client)?, key(&client)?);
     let p = topo.prefix().trim_start_matches("sp");
-    let mut bi = format!("b{p}{tag}");
-    let mut pi = format!("p{p}{tag}");
-    bi.truncate(15);
-    pi.truncate(15);
+    let mut ni = format!("b{p}{tag}");
+    let mut fi = format!("p{p}{tag}");
+    ni.truncate(15);
+    fi.truncate(15);
+    let (near, far) = pos.nodes();
+    let (near_allowed, far_allowed) = pos.allowed();
+    let endpoint = format!("{}:{WG_PORT}", pos.far_addr());
     let running = match setup {
         Setup::Ours => {
             let dir = topo.tmpdir();
-            let pop_conf = dir.join(format!("{pi}.conf"));
+            let far_conf = dir.join(format!("{fi}.conf"));
             std::fs::write(
-                &pop_conf,
+                &far_conf,
                 format!(
-                    "[Interface]\nPrivateKey = {}\nAddress = 10.8.0.1/24\nListenPort = 51820\n\
-                     [Peer]\nPublicKey = {}\nAllowedIPs = {POP_ALLOWED}\n",
-                    pk.private, bk.public
+                    "[Interface]\nPrivateKey = {}\nAddress = {TUN_FAR}/24\nListenPort = {WG_PORT}\n\
+                     [Peer]\nPublicKey = {}\nAllowedIPs = {far_allowed}\n",
+                    fk.private, nk.public
                 ),
             )?;
-            let box_conf = dir.join(format!("{bi}.conf"));
+            let near_conf = dir.join(format!("{ni}.conf"));
             std::fs::write(
-                &box_conf,
+                &near_conf,
                 format!(
-                    "[Interface]\nPrivateKey = {}\nAddress = 10.8.0.2/24\n\
-                     [Peer]\nPublicKey = {}\nEndpoint = 10.99.0.2:51820\nAllowedIPs = {BOX_ALLOWED}\n",
-                    bk.private, pk.public
+                    "[Interface]\nPrivateKey = {}\nAddress = {TUN_NEAR}/24\n\
+                     [Peer]\nPublicKey = {}\nEndpoint = {endpoint}\nAllowedIPs = {near_allowed}\n",
+                    nk.private, fk.public
                 ),
             )?;
-            let pop_bin = sibling_bin("starpep-pop")?;
-            let pop = daemon(topo, Node::Pop, &pop_bin, &pop_conf, &pi)?;
-            let bx = daemon(topo, Node::Box, &client, &box_conf, &bi)?;
-            Running {
-                procs: vec![bx, pop],
-                uapi: vec![],
-            }
+            let far_p = daemon(topo, far, &sibling_bin("starpep-pop")?, &far_conf, &fi)?;
+            let near_p = daemon(topo, near, &client, &near_conf, &ni)?;
+            Running::of(vec![near_p, far_p])
         }
         Setup::WireguardGo | Setup::BoringtunCli => {
-            let bx = uapi_daemon(topo, Node::Box, setup, &bi)?;
-            let pop = uapi_daemon(topo, Node::Pop, setup, &pi)?;
-            let run = Running {
-                procs: vec![bx, pop],
-                uapi: [&bi, &pi]
-                    .iter()
-                    .map(|i| PathBuf::from(format!("/var/run/wireguard/{i}.sock")))
-                    .collect(),
-            };
-            wg_set(
+            let (near_routes, far_routes) = pos.routes();
+            let (tun_near, tun_far) = (format!("{TUN_NEAR}/24"), format!("{TUN_FAR}/24"));
+            let far_d = start_uapi(
                 topo,
-                Node::Pop,
-                &pi,
-                &pk,
-                Some(51820),
-                &bk.public,
-                None,
-                POP_ALLOWED,
+                far,
+                setup,
+                &fi,
+                &UapiSpec {
+                    keys: &fk,
+                    listen_port: Some(WG_PORT),
+                    peer_public: &nk.public,
+                    endpoint: None,
+                    allowed: &far_allowed,
+                    addresses: &[&tun_far],
+                    routes: far_routes,
+                },
             )?;
-            wg_set(
+            let near_d = start_uapi(
                 topo,
-                Node::Box,
-                &bi,
-                &bk,
-                None,
-                &pk.public,
-                Some("10.99.0.2:51820"),
-                BOX_ALLOWED,
+                near,
+                setup,
+                &ni,
+                &UapiSpec {
+                    keys: &nk,
+                    listen_port: None,
+                    peer_public: &fk.public,
+                    endpoint: Some(&endpoint),
+                    allowed: &near_allowed,
+                    addresses: &[&tun_near],
+                    routes: near_routes,
+                },
             )?;
-            for (node, i, a, routes) in [
-                (Node::Box, &bi, "10.8.0.2/24", ["10.2.0.0/24"]),
-                (Node::Pop, &pi, "10.8.0.1/24", ["10.1.0.0/24"]),
-            ] {
-                topo.run_ok(node, &["ip", "address", "add", a, "dev", i])?;
-                topo.run_ok(node, &["ip", "link", "set", i, "mtu", "1420", "up"])?;
-                for r in routes {
-                    topo.run_ok(node, &["ip", "route", "add", r, "dev", i])?;
-                }
+            Running {
+                procs: Vec::new(),
+                uapi: vec![near_d, far_d],
             }
-            run
         }
     };
     // Handshake before measuring.
     anyhow::ensure!(
-        topo.wait_reachable(Node::Pc, &addr::SRV.to_string(), super::WARM_UP),
+        topo.wait_reachable(Node::Pc, &pos.srv_addr().to_string(), super::WARM_UP),
         "{}: pc cannot reach srv",
         setup.name()
     );
@@ -182,8 +258,8 @@ pub fn up(topo: &Topology, setup: Setup, tag: &str) -> anyhow::Result<Running> {
 fn daemon(
     topo: &Topology,
     node: Node,
-    bin: &std::path::Path,
-    conf: &std::path::Path,
+    bin: &Path,
+    conf: &Path,
     iface: &str,
 ) -> anyhow::Result<Proc> {
     let mut p = topo.spawn(
@@ -214,62 +290,25 @@ fn daemon(
     }
 }
 
-fn uapi_daemon(topo: &Topology, node: Node, setup: Setup, iface: &str) -> anyhow::Result<Proc> {
-    let p = if setup == Setup::WireguardGo {
-        topo.spawn(
-            node,
-            &format!("wireguard-go-{iface}"),
-            &[
-                "env",
-                "WG_PROCESS_FOREGROUND=1",
-                "wireguard-go",
-                "-f",
-                iface,
-            ],
-        )?
-    } else {
-        // `cargo install boringtun-cli`; BORINGTUN_CLI names the binary if not on PATH.
-        let prog = std::env::var("BORINGTUN_CLI").unwrap_or_else(|_| "boringtun-cli".into());
-        let log = topo.tmpdir().join(format!("boringtun-{iface}.out"));
-        let log = log.display().to_string();
-        topo.spawn(
-            node,
-            &format!("boringtun-cli-{iface}"),
-            &[&prog, "-f", "--disable-drop-privileges", "-l", &log, iface],
-        )?
-    };
-    let prog = setup.name();
-    let end = Instant::now() + Duration::from_secs(10);
-    while !std::path::Path::new(&format!("/var/run/wireguard/{iface}.sock")).exists() {
-        anyhow::ensure!(Instant::now() < end, "{prog} {iface} not up: {}", p.log());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(p)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[allow(clippy::too_many_arguments)]
-fn wg_set(
-    topo: &Topology,
-    node: Node,
-    iface: &str,
-    k: &Key,
-    port: Option<u16>,
-    peer: &str,
-    endpoint: Option<&str>,
-    allowed: &str,
-) -> anyhow::Result<()> {
-    let keyfile = topo.tmpdir().join(format!("{iface}.key"));
-    std::fs::write(&keyfile, &k.private)?;
-    let kf = keyfile.display().to_string();
-    let port_s = port.map(|p| p.to_string());
-    let mut args = vec!["wg", "set", iface, "private-key", &kf];
-    if let Some(p) = &port_s {
-        args.extend(["listen-port", p]);
+    #[test]
+    fn box_pop_routes_the_lans_pc_srv_only_the_tunnel() {
+        assert_eq!(
+            Position::BoxPop.allowed(),
+            (
+                "10.8.0.0/24,10.2.0.0/24".to_string(),
+                "10.8.0.2/32,10.1.0.0/24".to_string()
+            )
+        );
+        // The far endpoint's own address (srv's LAN) must stay outside pc's tunnel.
+        assert_eq!(
+            Position::PcSrv.allowed(),
+            ("10.8.0.0/24".to_string(), "10.8.0.2/32".to_string())
+        );
+        assert_eq!(Position::PcSrv.srv_addr(), TUN_FAR);
+        assert_eq!(Position::PcSrv.far_addr(), SRV);
     }
-    args.extend(["peer", peer, "allowed-ips", allowed]);
-    if let Some(e) = endpoint {
-        args.extend(["endpoint", e]);
-    }
-    topo.run_ok(node, &args)?;
-    Ok(())
 }

@@ -28,6 +28,14 @@ pub const PC_NET6: &str = "fd00:1::/64";
 pub const SRV_NET: &str = "10.2.0.0/24";
 pub const SRV_NET6: &str = "fd00:2::/64";
 
+/// A VPN tunnel's own addresses (every VPN setup uses the same plan): the far end (the POP, or
+/// srv when the endpoints run on the end hosts) and the near end (the box, or pc).
+pub const TUN_FAR: Ipv4Addr = Ipv4Addr::new(10, 8, 0, 1);
+pub const TUN_NEAR: Ipv4Addr = Ipv4Addr::new(10, 8, 0, 2);
+pub const TUN_NET: &str = "10.8.0.0/24";
+/// The UDP port the far WireGuard endpoint listens on.
+pub const WG_PORT: u16 = 51820;
+
 /// Interface names inside the namespaces (the same name may exist in several namespaces).
 pub const LAN_IF: &str = "lan0";
 pub const WAN_IF: &str = "wan0";
