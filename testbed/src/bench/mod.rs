@@ -9,6 +9,8 @@ pub mod cost;
 pub mod cpu;
 pub mod demo;
 pub mod iperf;
+pub mod plots;
+pub mod progress;
 pub mod run;
 pub mod setup;
 pub mod split;
