@@ -12,6 +12,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::suite::cell::{CellResult, SETUPS};
 use crate::suite::plot_data::{self, Bars, Scatter, SeriesFigure, TimeSeries};
 use crate::suite::report::PlotRef;
+use crate::suite::tables;
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 const SANS: &str = "sans-serif";
@@ -259,10 +260,11 @@ fn scatter_panel(
 
 /// Goodput, OWD and W over time, reconfigurations marked, phases shaded.
 fn series(path: &Path, f: &SeriesFigure) -> anyhow::Result<()> {
-    let root = BitMapBackend::new(path, (1300, 1000)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1300, 1030)).into_drawing_area();
     root.fill(&WHITE)?;
     let (title, body) = root.split_vertically(36);
     title.titled(&f.title, (SANS, 17))?;
+    let (body, _note) = body.split_vertically(964);
     let panels = body.split_evenly((3, 1));
     let tmax = max_of(
         f.runs
@@ -270,10 +272,13 @@ fn series(path: &Path, f: &SeriesFigure) -> anyhow::Result<()> {
             .flat_map(|r| r.goodput_mbps.iter().map(|p| p.0)),
     ) + 0.5;
     // The reconfigurations and phases of the first run that has a controller record.
+    let marked = |r: &&TimeSeries| !r.reconfigs.is_empty() || !r.phases.is_empty();
     let marks = f
         .runs
         .iter()
-        .find(|r| !r.reconfigs.is_empty() || !r.phases.is_empty());
+        .filter(marked)
+        .find(|r| r.setup == tables::OURS)
+        .or_else(|| f.runs.iter().find(marked));
     type Pick = fn(&TimeSeries) -> &Vec<(f64, f64)>;
     let rows: [(&str, Pick); 3] = [
         ("goodput (Mbit/s)", |r| &r.goodput_mbps),
@@ -332,7 +337,7 @@ fn series(path: &Path, f: &SeriesFigure) -> anyhow::Result<()> {
     }
     if marks.is_some() {
         let note = "grey lines: reconfigurations (controller enters probe); shading: guard (orange), probe (red), recover (green)";
-        root.draw(&Text::new(note, (80, 990), (SANS, 13).into_font()))?;
+        root.draw(&Text::new(note, (80, 1008), (SANS, 14).into_font()))?;
     }
     root.present()?;
     Ok(())

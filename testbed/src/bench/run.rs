@@ -283,7 +283,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         let (journal, dir, cmd) = (journal.clone(), args.out.clone(), cmd.clone());
         topo::on_interrupt(move || {
             let recorded = lock(&journal).interrupt();
-            if let Err(e) = recorded.and_then(|_| write_report(&dir, &cmd)) {
+            if let Err(e) = recorded.and_then(|_| write_report(&dir, Some(&cmd))) {
                 eprintln!("interrupted; writing the report failed: {e:#}");
             } else {
                 eprintln!("interrupted: {}", dir.join("report.md").display());
@@ -314,7 +314,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         progress.end(&spec.app, t.elapsed().as_secs_f64(), c.error.as_deref());
     }
     progress.finish();
-    write_report(&args.out, &cmd)?;
+    write_report(&args.out, Some(&cmd))?;
     eprintln!(
         "{} cells ({failed} failed) in {:.1} min: {}",
         cells.len(),
@@ -360,8 +360,17 @@ fn lock(j: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
     j.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// cells.csv and report.md from cells.jsonl.
-fn write_report(dir: &Path, cmd: &str) -> anyhow::Result<()> {
+/// cells.csv, the plots and report.md from cells.jsonl; `cmd` (the run's command) is kept in
+/// `command.txt` for `report` to reuse.
+fn write_report(dir: &Path, cmd: Option<&str>) -> anyhow::Result<()> {
+    let saved = dir.join("command.txt");
+    let cmd = match cmd {
+        Some(c) => {
+            std::fs::write(&saved, c)?;
+            c.to_string()
+        }
+        None => std::fs::read_to_string(&saved).unwrap_or_else(|_| "`starpep-bench run`".into()),
+    };
     let jsonl = dir.join("cells.jsonl");
     let text = std::fs::read_to_string(&jsonl)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", jsonl.display()))?;
@@ -392,7 +401,7 @@ fn write_report(dir: &Path, cmd: &str) -> anyhow::Result<()> {
 }
 
 pub fn report_cmd(args: &ReportArgs) -> anyhow::Result<()> {
-    write_report(&args.dir, "`starpep-bench run`")?;
+    write_report(&args.dir, None)?;
     println!("{}", args.dir.join("report.md").display());
     Ok(())
 }

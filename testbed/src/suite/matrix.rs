@@ -237,4 +237,43 @@ mod tests {
         .unwrap_err();
         assert!(e.starts_with("m.toml: block 2: unknown cc \"reno\""), "{e}");
     }
+
+    #[test]
+    fn the_shipped_matrices_parse_and_the_report_covers_the_spec() {
+        for (name, text) in [
+            (
+                "check.toml",
+                include_str!("../../../configs/bench/check.toml"),
+            ),
+            ("leo.toml", include_str!("../../../configs/bench/leo.toml")),
+        ] {
+            assert!(!parse(name, text).unwrap().is_empty(), "{name}");
+        }
+        let cells = parse(
+            "report.toml",
+            include_str!("../../../configs/bench/report.toml"),
+        )
+        .unwrap();
+        let has = |f: &dyn Fn(&CellSpec) -> bool| cells.iter().any(f);
+        for s in super::super::cell::SETUPS {
+            assert!(has(&|c| c.setup == s), "setup {s}");
+        }
+        for a in super::super::cell::APPS {
+            assert!(has(&|c| c.app == a), "app {a}");
+        }
+        for l in [
+            "geo",
+            "geo-loss1",
+            "leo-starlink",
+            "leo-starlink-loss1",
+            "leo-10mbit",
+            "leo-10mbit-loss1",
+            "leo-starlink-paper",
+        ] {
+            assert!(has(&|c| c.link == l), "link {l}");
+        }
+        assert!(has(&|c| c.cc == "bbr"));
+        assert!(has(&|c| c.seed == 2));
+        assert!(has(&|c| c.server_rtt_ms == 20.0));
+    }
 }
