@@ -105,7 +105,7 @@ pub fn markdown(cells: &[CellResult], header: &str, plots: &[PlotRef]) -> String
     for f in findings::all(cells) {
         let _ = writeln!(
             s,
-            "- **{}**: {}. {}.",
+            "- **{}**: {} — {}.",
             f.outcome.word(),
             f.claim,
             f.evidence
