@@ -3,7 +3,8 @@
 # --no-install-recommends: wireguard-tools would otherwise pull a kernel image.
 set -euo pipefail
 pkgs=(iproute2 nftables ethtool tcpdump iperf3 iputils-ping procps psmisc
-      wireguard-tools wireguard-go openvpn openssl clang llvm libbpf-dev)
+      wireguard-tools wireguard-go openvpn openssl clang llvm libbpf-dev
+      fonts-dejavu-core)  # fonts-dejavu-core: the text of the bench report's plots
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,6 +13,8 @@ pub mod fair;
 pub mod iperf;
 pub mod ovpn;
 pub mod owd;
+pub mod plots;
+pub mod progress;
 pub mod run;
 pub mod setup;
 pub mod split;

@@ -6,14 +6,18 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::link::Profile;
 use crate::suite::cell::{CellResult, CellSpec, Pct2, Pct3};
 use crate::suite::{matrix, report};
+use crate::topo;
 
 use super::bed::BedSpec;
 use super::demo::{self, DemoArgs};
+use super::plots;
+use super::progress::Progress;
 use super::setup::{pep_set, Setup};
 use super::{bulk, fair, split, voip};
 
@@ -107,10 +111,16 @@ fn commit() -> String {
         .unwrap_or_else(|| format!("v{}", env!("CARGO_PKG_VERSION")))
 }
 
-/// Runs one cell; any failure becomes a failed cell.
-pub fn run_cell(spec: &CellSpec, args: &RunArgs, commit: &str) -> CellResult {
+/// Runs one cell; any failure becomes a failed cell. With `run_dir`, a bulk cell keeps its
+/// series under `run_dir/series/<cell id>/`.
+pub fn run_cell(
+    spec: &CellSpec,
+    args: &RunArgs,
+    commit: &str,
+    run_dir: Option<&Path>,
+) -> CellResult {
     let started = unix_now();
-    match measure(spec, args, commit, started) {
+    match measure(spec, args, commit, started, run_dir) {
         Ok(c) => c,
         Err(e) => CellResult::failed(spec, commit, started, format!("{e:#}")),
     }
@@ -121,6 +131,7 @@ fn measure(
     args: &RunArgs,
     commit: &str,
     started: f64,
+    run_dir: Option<&Path>,
 ) -> anyhow::Result<CellResult> {
     spec.validate().map_err(|e| anyhow::anyhow!(e))?;
     let setup = bench_setup(&spec.setup).ok_or_else(|| {
@@ -137,7 +148,7 @@ fn measure(
         setups: Vec::new(),
         pep_set: args.pep_set.clone(),
         json: None,
-        keep: None,
+        keep: run_dir.map(|d| d.join("series").join(spec.id())),
         cc: spec.cc.clone(),
         seed: Some(spec.seed),
     };
@@ -169,6 +180,11 @@ fn measure(
 /// an iperf3 download and an upload (`bench::bulk`).
 fn bulk(d: &DemoArgs, bed: &BedSpec, c: &mut CellResult) -> anyhow::Result<()> {
     let r = demo::one(d, bed.profile, bed.setup)?;
+    // demo::one keeps the files under KEEP/<its setup name>/.
+    c.series_dir = d
+        .keep
+        .as_ref()
+        .map(|_| format!("series/{}/{}", c.spec.id(), bed.setup.name()));
     c.goodput_mbps = Some(r.goodput_mbps);
     c.capacity_mbps = Some(r.capacity_mbps);
     c.utilisation = Some(r.utilisation);
@@ -223,7 +239,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
             server_rtt_ms: args.server_rtt.as_secs_f64() * 1000.0,
         };
         spec.validate().map_err(|e| anyhow::anyhow!(e))?;
-        let c = run_cell(&spec, args, &commit);
+        let c = run_cell(&spec, args, &commit, None);
         if !args.json {
             eprintln!("{}: {:?}", spec.label(), c.status);
         }
@@ -251,29 +267,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&args.out)?;
     let jsonl = args.out.join("cells.jsonl");
-    let mut out = std::fs::File::create(&jsonl)
+    let out = std::fs::File::create(&jsonl)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", jsonl.display()))?;
-    let t0 = Instant::now();
-    let mut failed = 0;
-    for (i, spec) in cells.iter().enumerate() {
-        let left = if i == 0 {
-            String::new()
-        } else {
-            let per = t0.elapsed().as_secs_f64() / i as f64;
-            format!(
-                ", about {:.0} min left",
-                per * (cells.len() - i) as f64 / 60.0
-            )
-        };
-        eprintln!("[{}/{}{left}] {}", i + 1, cells.len(), spec.label());
-        let c = run_cell(spec, args, &commit);
-        if let Some(e) = &c.error {
-            failed += 1;
-            eprintln!("  failed: {e}");
-        }
-        writeln!(out, "{}", serde_json::to_string(&c)?)?;
-        out.flush()?;
-    }
     let cmd = format!(
         "`starpep-bench run --matrix {} --out {}`{}",
         path.display(),
@@ -284,7 +279,49 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
             ""
         }
     );
-    write_report(&args.out, &cmd)?;
+    let journal = Arc::new(Mutex::new(Journal {
+        out,
+        current: None,
+        commit: commit.clone(),
+    }));
+    {
+        // Ctrl-C: once the namespaces and their processes are gone, the cell that was running
+        // becomes a failed line and the report covers what ran.
+        let (journal, dir, cmd) = (journal.clone(), args.out.clone(), cmd.clone());
+        topo::on_interrupt(move || {
+            let recorded = lock(&journal).interrupt();
+            if let Err(e) = recorded.and_then(|_| write_report(&dir, Some(&cmd))) {
+                eprintln!("interrupted; writing the report failed: {e:#}");
+            } else {
+                eprintln!("interrupted: {}", dir.join("report.md").display());
+            }
+        });
+    }
+    let t0 = Instant::now();
+    let mut failed = 0;
+    let mut progress = Progress::new(cells.len());
+    let apps: Vec<&str> = cells.iter().map(|c| c.app.as_str()).collect();
+    for (i, spec) in cells.iter().enumerate() {
+        progress.start(i, &spec.label(), &apps[i..]);
+        lock(&journal).current = Some((spec.clone(), unix_now()));
+        let t = Instant::now();
+        let c = run_cell(spec, args, &commit, Some(&args.out));
+        let mut j = lock(&journal);
+        if topo::interrupted() {
+            // The signal thread records this cell as interrupted and ends the process.
+            drop(j);
+            loop {
+                std::thread::park();
+            }
+        }
+        j.current = None;
+        j.write(&c)?;
+        drop(j);
+        failed += usize::from(c.error.is_some());
+        progress.end(&spec.app, t.elapsed().as_secs_f64(), c.error.as_deref());
+    }
+    progress.finish();
+    write_report(&args.out, Some(&cmd))?;
     eprintln!(
         "{} cells ({failed} failed) in {:.1} min: {}",
         cells.len(),
@@ -299,8 +336,48 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// cells.csv and report.md from cells.jsonl.
-fn write_report(dir: &Path, cmd: &str) -> anyhow::Result<()> {
+/// cells.jsonl while a matrix runs, shared by the loop and the Ctrl-C hook.
+struct Journal {
+    out: std::fs::File,
+    /// The cell being run and when it started.
+    current: Option<(CellSpec, f64)>,
+    commit: String,
+}
+
+impl Journal {
+    fn write(&mut self, c: &CellResult) -> anyhow::Result<()> {
+        writeln!(self.out, "{}", serde_json::to_string(c)?)?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// The running cell, failed as "interrupted".
+    fn interrupt(&mut self) -> anyhow::Result<()> {
+        match self.current.take() {
+            Some((spec, started)) => {
+                let c = CellResult::failed(&spec, &self.commit, started, "interrupted".into());
+                self.write(&c)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+fn lock(j: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
+    j.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// cells.csv, the plots and report.md from cells.jsonl; `cmd` (the run's command) is kept in
+/// `command.txt` for `report` to reuse.
+fn write_report(dir: &Path, cmd: Option<&str>) -> anyhow::Result<()> {
+    let saved = dir.join("command.txt");
+    let cmd = match cmd {
+        Some(c) => {
+            std::fs::write(&saved, c)?;
+            c.to_string()
+        }
+        None => std::fs::read_to_string(&saved).unwrap_or_else(|_| "`starpep-bench run`".into()),
+    };
     let jsonl = dir.join("cells.jsonl");
     let text = std::fs::read_to_string(&jsonl)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", jsonl.display()))?;
@@ -318,12 +395,20 @@ fn write_report(dir: &Path, cmd: &str) -> anyhow::Result<()> {
         dir.display()
     );
     std::fs::write(dir.join("cells.csv"), report::csv(&cells))?;
-    std::fs::write(dir.join("report.md"), report::markdown(&cells, &header))?;
+    // The tables do not need the plots: a plot that cannot be drawn is a warning.
+    let plots = plots::draw_all(dir, &cells).unwrap_or_else(|e| {
+        eprintln!("plots not drawn: {e:#}");
+        Vec::new()
+    });
+    std::fs::write(
+        dir.join("report.md"),
+        report::markdown(&cells, &header, &plots),
+    )?;
     Ok(())
 }
 
 pub fn report_cmd(args: &ReportArgs) -> anyhow::Result<()> {
-    write_report(&args.dir, "`starpep-bench run`")?;
+    write_report(&args.dir, None)?;
     println!("{}", args.dir.join("report.md").display());
     Ok(())
 }

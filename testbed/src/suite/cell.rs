@@ -77,6 +77,19 @@ impl CellSpec {
     }
 }
 
+impl CellSpec {
+    /// A file-name-safe unique name: `leo-starlink_bulk_cubic_s1_rtt0ms_wg+starpep`.
+    pub fn id(&self) -> String {
+        let link = std::path::Path::new(&self.link)
+            .file_stem()
+            .map_or(self.link.clone(), |s| s.to_string_lossy().into_owned());
+        format!(
+            "{link}_{}_{}_s{}_rtt{}ms_{}",
+            self.app, self.cc, self.seed, self.server_rtt_ms, self.setup
+        )
+    }
+}
+
 /// p50/p95/p99 of a delay, ms.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Pct3 {
@@ -171,6 +184,9 @@ pub struct CellResult {
     pub sha256_equal: Option<bool>,
     /// satlink's downlink counters (drops by cause, delivered, queue maximum).
     pub emulator: Option<serde_json::Value>,
+    /// bulk: where the run kept the cell's series (owd-bulk's samples.csv, the POP's
+    /// control-pop.jsonl, satlink.json), relative to the run's directory.
+    pub series_dir: Option<String>,
     /// The `[PEP]` keys the setup set on top of the shipped configs.
     pub configs: Vec<String>,
     /// `git describe` of the tree that ran the cell.
@@ -208,6 +224,7 @@ impl CellResult {
             bytes: None,
             sha256_equal: None,
             emulator: None,
+            series_dir: None,
             configs: Vec::new(),
             commit: commit.to_string(),
             started_unix_s,

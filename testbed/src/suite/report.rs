@@ -1,12 +1,17 @@
-//! The suite's report (pure): the cells' JSON lines → a markdown page of tables (one per link ×
-//! server RTT × application × end-host CC, one row per setup, seeds averaged) and a CSV of every
-//! cell. Failed cells are rows that say why; setups the matrix ran elsewhere but not in a group
-//! are rows that say "not run". Numbers come from the cells only.
+//! The suite's report (pure): the cells' JSON lines → a markdown page (the study's findings and
+//! ours, generated from the numbers; summary tables per metric with medians and min–max over
+//! seeds; the plots; the failed cells; then per-cell-group tables, one per link × server RTT ×
+//! application × end-host CC, one row per setup, seeds averaged) and a CSV of every cell.
+//! Failed cells say why; setups the matrix ran elsewhere but not in a group say "not run".
+//! Numbers come from the cells only.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::cell::{CellResult, Status, SETUPS};
+use super::cell::{CellResult, Status};
+use super::findings;
+use super::stats::setup_order as order;
+use super::tables::{self, OURS};
 
 /// The reference setup of every ratio column.
 pub const REFERENCE: &str = "wg";
@@ -52,35 +57,103 @@ fn ratio(v: Option<f64>, r: Option<f64>) -> String {
     }
 }
 
-/// Setups in contract order, then any others by name.
-fn order(a: &str) -> (usize, String) {
-    (
-        SETUPS.iter().position(|s| *s == a).unwrap_or(SETUPS.len()),
-        a.to_string(),
-    )
+/// A plot the report embeds (written next to report.md), under its application's section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotRef {
+    pub app: &'static str,
+    pub file: String,
+    pub caption: String,
 }
 
-/// The markdown page. `header` goes first (the command and commit that produced the cells).
-pub fn markdown(cells: &[CellResult], header: &str) -> String {
+/// The sections of the summary, by application.
+const SECTIONS: [(&str, &str); 5] = [
+    ("file", "Transfer time (the study's metric)"),
+    ("bulk", "Bulk download: throughput, one-way delay, queueing"),
+    (
+        "voip",
+        "VoIP quality (G.711, E-model MOS), idle and during a bulk download",
+    ),
+    ("web", "Page-load time (a real browser)"),
+    ("fair", "Fairness of two competing downloads"),
+];
+
+/// The markdown page. `header` goes first (the command and commit that produced the cells);
+/// `plots` are the figures written for these cells.
+pub fn markdown(cells: &[CellResult], header: &str, plots: &[PlotRef]) -> String {
     let mut s = String::new();
-    let failed = cells.iter().filter(|c| c.status == Status::Failed).count();
+    let failed: Vec<&CellResult> = cells
+        .iter()
+        .filter(|c| c.status == Status::Failed)
+        .collect();
     let _ = writeln!(s, "# StarPEP-WG benchmark report\n\n{header}\n");
     let _ = writeln!(
         s,
-        "{} cells, {failed} failed. Ratios are against `{REFERENCE}` in the same table. \
-         Seeds are averaged (n = ok cells).\n",
-        cells.len()
+        "{} cells, {} failed. Values are medians over seeds, min–max in brackets; ratios are \
+         against `{REFERENCE}` on the same link.\n",
+        cells.len(),
+        failed.len()
     );
     let mut setups: Vec<String> = cells.iter().map(|c| c.spec.setup.clone()).collect();
     setups.sort_by_key(|a| order(a));
     setups.dedup();
+    let _ = writeln!(
+        s,
+        "## The study's findings\n\nFrom the 30 MB transfer times (file cells, CUBIC end hosts, \
+         server next to the POP; the study's VPN setups, `plain` and `pep` left out of the \
+         ranking).\n"
+    );
+    for f in findings::all(cells) {
+        let _ = writeln!(
+            s,
+            "- **{}**: {} — {}.",
+            f.outcome.word(),
+            f.claim,
+            f.evidence
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n## Where `{OURS}` stands\n\n{}",
+        tables::standings(cells)
+    );
+    for (app, title) in SECTIONS {
+        let _ = writeln!(s, "## {title}\n");
+        let t = tables::app_tables(cells, app, &setups, Some(REFERENCE));
+        if t.is_empty() {
+            let _ = writeln!(s, "Not measured (no {app} cells).\n");
+            continue;
+        }
+        s.push_str(&t);
+        for p in plots.iter().filter(|p| p.app == app) {
+            let _ = writeln!(s, "![{}]({})\n", p.caption, p.file);
+        }
+    }
+    if !failed.is_empty() {
+        let _ = writeln!(s, "## Failed cells\n\n| cell | why |\n|---|---|");
+        for c in &failed {
+            let why = c.error.as_deref().unwrap_or("no reason").replace('|', "/");
+            let _ = writeln!(s, "| {} | {} |", c.spec.label(), why.replace('\n', " "));
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "## Bulk and file cells in detail\n\nOne table per link × application × end-host CC × \
+         server RTT; seeds averaged (n = ok cells).\n"
+    );
     let mut groups: BTreeMap<GroupKey, Vec<&CellResult>> = BTreeMap::new();
-    for c in cells {
+    for c in cells
+        .iter()
+        .filter(|c| c.spec.app == "bulk" || c.spec.app == "file")
+    {
         groups.entry(key(c)).or_default().push(c);
     }
     for ((link, rtt_us, app, cc), group) in &groups {
         let rtt = *rtt_us as f64 / 1000.0;
-        let _ = writeln!(s, "## {link}, {app}, {cc} end hosts, server RTT {rtt} ms\n");
+        let _ = writeln!(
+            s,
+            "### {link}, {app}, {cc} end hosts, server RTT {rtt} ms\n"
+        );
         let by_setup = |name: &str| -> (Vec<&CellResult>, Vec<&CellResult>) {
             group
                 .iter()

@@ -11,7 +11,7 @@ pub mod netns;
 mod proc;
 mod spec;
 
-pub use cleanup::sweep_stale;
+pub use cleanup::{interrupted, on_interrupt, sweep_stale};
 pub use proc::Proc;
 pub use spec::{Node, TopoError, TopoSpec, Wan};
 
@@ -236,8 +236,7 @@ impl Topology {
     fn setup(&self) -> Result<(), TopoError> {
         for node in self.nodes().collect::<Vec<_>>() {
             let ns = self.ns(node);
-            cleanup::register(&ns);
-            netns::add(&ns)?;
+            cleanup::register_and_add(&ns)?;
             self.ip(node, &["link", "set", "lo", "up"])?;
             if node != Node::Sat && node != Node::Ter {
                 // No duplicate address detection: link-local addresses are usable at once,
