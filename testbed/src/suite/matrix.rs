@@ -246,12 +246,16 @@ mod tests {
                 include_str!("../../../configs/bench/check.toml"),
             ),
             ("leo.toml", include_str!("../../../configs/bench/leo.toml")),
+            (
+                "report.toml",
+                include_str!("../../../configs/bench/report.toml"),
+            ),
         ] {
             assert!(!parse(name, text).unwrap().is_empty(), "{name}");
         }
         let cells = parse(
-            "report.toml",
-            include_str!("../../../configs/bench/report.toml"),
+            "full.toml",
+            include_str!("../../../configs/bench/full.toml"),
         )
         .unwrap();
         let has = |f: &dyn Fn(&CellSpec) -> bool| cells.iter().any(f);
