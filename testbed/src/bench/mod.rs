@@ -5,6 +5,7 @@
 //! VPN-vs-PEP suite's cells and matrices (`report` its page).
 
 pub mod bed;
+pub mod cdp;
 pub mod cost;
 pub mod cpu;
 pub mod demo;
@@ -15,6 +16,7 @@ pub mod split;
 pub mod sweep;
 pub mod tunnel;
 pub mod vpn;
+pub mod web;
 
 use std::path::PathBuf;
 

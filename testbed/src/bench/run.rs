@@ -15,7 +15,7 @@ use crate::suite::{matrix, report};
 use super::bed::BedSpec;
 use super::demo::{self, DemoArgs};
 use super::setup::{pep_set, Setup};
-use super::split;
+use super::{split, web};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -35,7 +35,7 @@ pub struct RunArgs {
     /// The cell's link: a profile name (configs/profiles) or path.
     #[arg(long, default_value = "leo-starlink")]
     pub link: String,
-    /// The cell's application: bulk or file.
+    /// The cell's application: bulk, file or web.
     #[arg(long, default_value = "bulk")]
     pub app: String,
     /// The end hosts' congestion control: cubic or bbr.
@@ -59,6 +59,9 @@ pub struct RunArgs {
     /// `[PEP]` keys to override in both PEP configs (`KEY=VALUE`, repeatable).
     #[arg(long = "pep")]
     pub pep_set: Vec<String>,
+    /// web: what loads the page, chromium or curl (default: curl under --check, else chromium).
+    #[arg(long, value_enum)]
+    pub web_loader: Option<web::Loader>,
     /// Single cell: print the cell as one JSON object on the last stdout line.
     #[arg(long)]
     pub json: bool,
@@ -154,6 +157,12 @@ fn measure(
     match spec.app.as_str() {
         "bulk" => bulk(&d, &bed, &mut c)?,
         "file" => file(&bed, spec, &mut c)?,
+        "web" => web::cell(
+            &bed,
+            &spec.cc,
+            web::Loader::for_run(args.web_loader, args.check),
+            &mut c,
+        )?,
         other => anyhow::bail!("app {other} is not in this build of the suite yet"),
     }
     Ok(c)
