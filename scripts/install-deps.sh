@@ -3,7 +3,8 @@
 # --no-install-recommends: wireguard-tools would otherwise pull a kernel image.
 set -euo pipefail
 pkgs=(iproute2 nftables ethtool tcpdump iperf3 iputils-ping procps psmisc
-      wireguard-tools wireguard-go clang llvm libbpf-dev)
+      wireguard-tools wireguard-go clang llvm libbpf-dev
+      nginx chromium curl)   # the suite's web application: server, browser, --check loader
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

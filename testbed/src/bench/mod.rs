@@ -6,6 +6,7 @@
 
 pub mod bed;
 pub mod cdp;
+pub mod chromium;
 pub mod cost;
 pub mod cpu;
 pub mod demo;

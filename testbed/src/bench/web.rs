@@ -4,11 +4,9 @@
 //! over the DevTools protocol (`bench::cdp`), or curl fetches it (`--web-loader curl`, what
 //! `--check` uses). Several loads per cell; every one must fetch the whole page.
 
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::IpAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-use serde_json::json;
 
 use crate::calibrate::analysis::percentile;
 use crate::suite::cell::CellResult;
@@ -17,7 +15,7 @@ use crate::suite::page_load::{self, Load};
 use crate::topo::{addr, Node, Proc, Topology};
 
 use super::bed::{Bed, BedSpec};
-use super::cdp::Cdp;
+use super::chromium;
 use super::demo;
 
 /// What loads the page.
@@ -50,11 +48,6 @@ impl Loader {
 /// Loads per cell, unless they would take the cell past [`BUDGET`] (long GEO loads).
 const LOADS: usize = 5;
 const BUDGET: Duration = Duration::from_secs(100);
-/// The longest one load may take (browser start to report).
-const LOAD_TIMEOUT: Duration = Duration::from_secs(120);
-/// Debian's chromium binary itself: its `/usr/bin/chromium` wrapper adds flags
-/// (`--enable-remote-extensions`, `--load-extension`) that put more on the wire.
-const CHROMIUM: &str = "/usr/lib/chromium/chromium";
 
 /// Runs a web cell on a bed brought up from `spec`, end hosts on congestion control `cc`.
 pub fn cell(spec: &BedSpec, cc: &str, loader: Loader, c: &mut CellResult) -> anyhow::Result<()> {
@@ -79,7 +72,10 @@ fn loads(bed: &Bed, cc: &str, loader: Loader) -> anyhow::Result<Vec<Load>> {
     // the kernel's allowed ones its default: the end hosts' routes to each other set it.
     for (node, gw) in [(Node::Pc, addr::BOX_LAN), (Node::Srv, addr::POP_LAN)] {
         let gw = gw.to_string();
-        topo.ip(node, &["route", "change", "default", "via", &gw, "congctl", cc])?;
+        topo.ip(
+            node,
+            &["route", "change", "default", "via", &gw, "congctl", cc],
+        )?;
     }
     let page = Page::median();
     let site = topo.tmpdir().join("site");
@@ -93,7 +89,7 @@ fn loads(bed: &Bed, cc: &str, loader: Loader) -> anyhow::Result<Vec<Load>> {
         let served = line_count(&access);
         let t = Instant::now();
         let load = match loader {
-            Loader::Chromium => chromium_load(topo, bed.srv_addr(), loads.len(), &page)?,
+            Loader::Chromium => chromium::load(topo, bed.srv_addr(), loads.len(), &page)?,
             Loader::Curl => curl_load(topo, bed.srv_addr(), &page)?,
         };
         longest = longest.max(t.elapsed());
@@ -193,133 +189,6 @@ fn line_count(p: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// chromium's flags: headless, the page's names mapped to srv (nothing else resolves), and
-/// every background service off so that only the page goes on the wire.
-fn chromium_args(profile: &Path, srv: IpAddr) -> Vec<String> {
-    let mut a: Vec<String> = [
-        CHROMIUM,
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--remote-debugging-address=127.0.0.1",
-        "--remote-debugging-port=0",
-        "--no-proxy-server",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-default-apps",
-        "--disable-extensions",
-        "--disable-domain-reliability",
-        "--disable-client-side-phishing-detection",
-        "--disable-breakpad",
-        "--metrics-recording-only",
-        "--safebrowsing-disable-auto-update",
-        "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,\
-         AutofillServerCommunication,CertificateTransparencyComponentUpdater",
-        "--mute-audio",
-        "--window-size=1366,768",
-    ]
-    .map(String::from)
-    .to_vec();
-    a.push(format!("--user-data-dir={}", profile.display()));
-    a.push(format!(
-        "--host-resolver-rules=MAP *.example {srv}, MAP * ~NOTFOUND"
-    ));
-    a.push("about:blank".into());
-    a
-}
-
-/// One load in a fresh chromium (a new profile: no cache, no connections): navigation start
-/// to the load event's end, from the page's own timing entries.
-fn chromium_load(topo: &Topology, srv: IpAddr, n: usize, page: &Page) -> anyhow::Result<Load> {
-    let end = Instant::now() + LOAD_TIMEOUT;
-    let profile = topo.tmpdir().join(format!("chromium-{n}"));
-    let mut browser = topo.spawn(
-        Node::Pc,
-        &format!("chromium-{n}"),
-        &chromium_args(&profile, srv),
-    )?;
-    let (port, path) = devtools_endpoint(&profile, &mut browser, end)?;
-    let stream = topo.run_in(Node::Pc, move || {
-        TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
-    })??;
-    let mut cdp = Cdp::connect(stream, &format!("ws://127.0.0.1:{port}{path}"))?;
-    let cmd = Duration::from_secs(30);
-    let t = cdp.call(
-        None,
-        "Target.createTarget",
-        json!({ "url": "about:blank" }),
-        cmd,
-    )?;
-    let target = t["targetId"].as_str().unwrap_or_default().to_string();
-    let a = cdp.call(
-        None,
-        "Target.attachToTarget",
-        json!({ "targetId": target, "flatten": true }),
-        cmd,
-    )?;
-    let session = a["sessionId"].as_str().unwrap_or_default().to_string();
-    let s = Some(session.as_str());
-    cdp.call(s, "Page.enable", json!({}), cmd)?;
-    let nav = cdp.call(
-        s,
-        "Page.navigate",
-        json!({ "url": page::URL }),
-        LOAD_TIMEOUT,
-    )?;
-    if let Some(e) = nav["errorText"].as_str() {
-        anyhow::bail!("chromium: navigating to {}: {e}", page::URL);
-    }
-    cdp.wait_event(
-        s,
-        "Page.loadEventFired",
-        end.saturating_duration_since(Instant::now()),
-    )?;
-    let ask = json!({ "expression": page_load::BROWSER_REPORT, "returnByValue": true });
-    let load = loop {
-        let r = cdp.call(s, "Runtime.evaluate", ask.clone(), cmd)?;
-        let report = r["result"]["value"].as_str().unwrap_or_default();
-        if let Some(l) = page_load::from_browser(report, page).map_err(anyhow::Error::msg)? {
-            break l;
-        }
-        anyhow::ensure!(Instant::now() < end, "chromium: the load event never ended");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = cdp.call(None, "Browser.close", json!({}), cmd);
-    browser.wait_timeout(Duration::from_secs(10));
-    drop(browser);
-    let _ = std::fs::remove_dir_all(&profile);
-    Ok(load)
-}
-
-/// The DevTools port and browser path chromium writes to `PROFILE/DevToolsActivePort`.
-fn devtools_endpoint(
-    profile: &Path,
-    browser: &mut Proc,
-    end: Instant,
-) -> anyhow::Result<(u16, String)> {
-    let file = profile.join("DevToolsActivePort");
-    loop {
-        if let Ok(t) = std::fs::read_to_string(&file) {
-            let mut l = t.lines();
-            if let (Some(Ok(port)), Some(path)) = (l.next().map(str::parse::<u16>), l.next()) {
-                return Ok((port, path.to_string()));
-            }
-        }
-        if let Some(st) = browser.try_status() {
-            anyhow::bail!("chromium exited ({st}): {}", browser.log());
-        }
-        anyhow::ensure!(
-            Instant::now() < end,
-            "chromium: no DevTools port: {}",
-            browser.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// One load by curl: the document, then every host's resources at once, six connections per
 /// host name (`--parallel --parallel-max 6`); the first request to the last byte.
 fn curl_load(topo: &Topology, srv: IpAddr, page: &Page) -> anyhow::Result<Load> {
@@ -388,15 +257,5 @@ mod tests {
             Loader::for_run(Some(Loader::Chromium), true),
             Loader::Chromium
         );
-    }
-
-    #[test]
-    fn chromium_resolves_only_the_page_names() {
-        let a = chromium_args(Path::new("/t/p"), IpAddr::V4(addr::SRV));
-        assert!(a.contains(
-            &"--host-resolver-rules=MAP *.example 10.2.0.2, MAP * ~NOTFOUND".to_string()
-        ));
-        assert!(a.contains(&"--user-data-dir=/t/p".to_string()));
-        assert_eq!(a.last().map(String::as_str), Some("about:blank"));
     }
 }
