@@ -106,6 +106,11 @@ pub(crate) fn load(topo: &Topology, srv: IpAddr, n: usize, page: &Page) -> anyho
         let r = cdp.call(s, "Runtime.evaluate", ask.clone(), cmd)?;
         let report = r["result"]["value"].as_str().unwrap_or_default();
         if let Some(l) = page_load::from_browser(report, page).map_err(anyhow::Error::msg)? {
+            // Kept with the tmpdir under STARPEP_KEEP_TMP: every request's timeline.
+            std::fs::write(
+                topo.tmpdir().join(format!("chromium-{n}-timing.json")),
+                report,
+            )?;
             break l;
         }
         anyhow::ensure!(Instant::now() < end, "chromium: the load event never ended");

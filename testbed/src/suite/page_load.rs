@@ -20,12 +20,14 @@ pub struct Load {
 
 /// The JavaScript that reports a finished load (`Runtime.evaluate`, by value): the load
 /// event's end and, for the document then each resource, `[name, transferSize,
-/// encodedBodySize, responseEnd]` (ms from navigation start).
+/// encodedBodySize, responseEnd, startTime, connectStart, requestStart, responseStart]` (ms
+/// from navigation start; the last four only for whoever reads a kept report).
 pub const BROWSER_REPORT: &str = "(() => {
   const n = performance.getEntriesByType('navigation')[0];
   const all = [n, ...performance.getEntriesByType('resource')];
   return JSON.stringify({ load_ms: n.loadEventEnd,
-    entries: all.map(e => [e.name, e.transferSize, e.encodedBodySize, e.responseEnd]) });
+    entries: all.map(e => [e.name, e.transferSize, e.encodedBodySize, e.responseEnd,
+      e.startTime, e.connectStart, e.requestStart, e.responseStart]) });
 })()";
 
 /// curl's `--write-out` per transfer: status, body bytes, header bytes, URL.
