@@ -94,6 +94,12 @@ pub fn markdown(cells: &[CellResult], header: &str) -> String {
                 "| setup | n | 1 MB (s) | 30 MB (s) | 1 MB vs {REFERENCE} | 30 MB vs {REFERENCE} |\n\
                  |---|---|---|---|---|---|"
             );
+        } else if app == "web" {
+            let _ = writeln!(
+                s,
+                "| setup | n | page load (s) | requests | bytes | page load vs {REFERENCE} |\n\
+                 |---|---|---|---|---|---|"
+            );
         } else {
             let _ = writeln!(
                 s,
@@ -131,6 +137,16 @@ pub fn markdown(cells: &[CellResult], header: &str) -> String {
                     num(f30, 1),
                     ratio(f1, metric(&ref_ok, |c| c.file_1mb_s)),
                     ratio(f30, metric(&ref_ok, |c| c.file_30mb_s)),
+                );
+            } else if app == "web" {
+                let p = metric(&ok, |c| c.page_load_s);
+                let _ = writeln!(
+                    s,
+                    "| {name} | {n} | {} | {} | {} | {} |",
+                    num(p, 2),
+                    num(metric(&ok, |c| c.page_requests.map(f64::from)), 0),
+                    num(metric(&ok, |c| c.page_bytes.map(|b| b as f64)), 0),
+                    ratio(p, metric(&ref_ok, |c| c.page_load_s)),
                 );
             } else {
                 let g = metric(&ok, |c| c.goodput_mbps);
