@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(iproute2 nftables ethtool tcpdump iperf3 iputils-ping procps psmisc
       wireguard-tools wireguard-go openvpn openssl clang llvm libbpf-dev
-      fonts-dejavu-core)  # fonts-dejavu-core: the text of the bench report's plots
+      nginx chromium curl    # the suite's web application: server, browser, --check loader
+      fonts-dejavu-core)     # the text of the bench report's plots
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,6 +6,8 @@
 
 pub mod bed;
 pub mod bulk;
+pub mod cdp;
+pub mod chromium;
 pub mod cost;
 pub mod cpu;
 pub mod demo;
@@ -23,6 +25,7 @@ pub mod tunnel;
 pub mod uapi;
 pub mod voip;
 pub mod vpn;
+pub mod web;
 
 use std::path::PathBuf;
 

@@ -150,7 +150,7 @@ impl Transfer {
 }
 
 /// Waits until something listens on TCP `port` in srv.
-fn wait_listening(topo: &Topology, port: u16) -> anyhow::Result<()> {
+pub(crate) fn wait_listening(topo: &Topology, port: u16) -> anyhow::Result<()> {
     let filter = format!("sport = :{port}");
     for _ in 0..100 {
         let out = topo.run_ok(Node::Srv, &["ss", "-Hltn", &filter])?;

@@ -19,7 +19,7 @@ use super::demo::{self, DemoArgs};
 use super::plots;
 use super::progress::Progress;
 use super::setup::{pep_set, Setup};
-use super::{bulk, fair, split, voip};
+use super::{bulk, fair, split, voip, web};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -39,7 +39,7 @@ pub struct RunArgs {
     /// The cell's link: a profile name (configs/profiles) or path.
     #[arg(long, default_value = "leo-starlink")]
     pub link: String,
-    /// The cell's application: bulk, file, voip or fair.
+    /// The cell's application: bulk, file, web, voip or fair.
     #[arg(long, default_value = "bulk")]
     pub app: String,
     /// The end hosts' congestion control: cubic or bbr.
@@ -63,6 +63,9 @@ pub struct RunArgs {
     /// `[PEP]` keys to override in both PEP configs (`KEY=VALUE`, repeatable).
     #[arg(long = "pep")]
     pub pep_set: Vec<String>,
+    /// web: what loads the page, chromium or curl (default: curl under --check, else chromium).
+    #[arg(long, value_enum)]
+    pub web_loader: Option<web::Loader>,
     /// Single cell: print the cell as one JSON object on the last stdout line.
     #[arg(long)]
     pub json: bool,
@@ -171,6 +174,12 @@ fn measure(
         "file" => file(&bed, spec, &mut c)?,
         "voip" => voip::cell(&bed, spec, &mut c)?,
         "fair" => fair::cell(&bed, spec, &mut c)?,
+        "web" => web::cell(
+            &bed,
+            &spec.cc,
+            web::Loader::for_run(args.web_loader, args.check),
+            &mut c,
+        )?,
         other => anyhow::bail!("app {other} is not in this build of the suite yet"),
     }
     Ok(c)

@@ -5,7 +5,8 @@
 //! [`quality`] (the E-model, RFC 3550 jitter, Jain's index), [`call`] (a G.711 call's packets
 //! and per-direction figures), [`fair`] (goodput over the window competing flows share),
 //! [`stats`] (medians and spread over seeds), [`tables`] and [`findings`] (the report's summary
-//! and the study's findings), [`plot_data`] (what each plot shows). `bench::run` runs the
+//! and the study's findings), [`plot_data`] (what each plot shows), [`page`] and [`page_load`]
+//! (the web application's page and what a load of it measured). `bench::run` runs the
 //! cells, `bench::plots` draws.
 
 pub mod call;
@@ -13,6 +14,8 @@ pub mod cell;
 pub mod fair;
 pub mod findings;
 pub mod matrix;
+pub mod page;
+pub mod page_load;
 pub mod plot_data;
 pub mod quality;
 pub mod report;

@@ -138,13 +138,13 @@ pub fn markdown(cells: &[CellResult], header: &str, plots: &[PlotRef]) -> String
     }
     let _ = writeln!(
         s,
-        "## Bulk and file cells in detail\n\nOne table per link × application × end-host CC × \
+        "## Bulk, file and web cells in detail\n\nOne table per link × application × end-host CC × \
          server RTT; seeds averaged (n = ok cells).\n"
     );
     let mut groups: BTreeMap<GroupKey, Vec<&CellResult>> = BTreeMap::new();
     for c in cells
         .iter()
-        .filter(|c| c.spec.app == "bulk" || c.spec.app == "file")
+        .filter(|c| matches!(c.spec.app.as_str(), "bulk" | "file" | "web"))
     {
         groups.entry(key(c)).or_default().push(c);
     }
@@ -165,6 +165,12 @@ pub fn markdown(cells: &[CellResult], header: &str, plots: &[PlotRef]) -> String
             let _ = writeln!(
                 s,
                 "| setup | n | 1 MB (s) | 30 MB (s) | 1 MB vs {REFERENCE} | 30 MB vs {REFERENCE} |\n\
+                 |---|---|---|---|---|---|"
+            );
+        } else if app == "web" {
+            let _ = writeln!(
+                s,
+                "| setup | n | page load (s) | requests | bytes | page load vs {REFERENCE} |\n\
                  |---|---|---|---|---|---|"
             );
         } else {
@@ -204,6 +210,16 @@ pub fn markdown(cells: &[CellResult], header: &str, plots: &[PlotRef]) -> String
                     num(f30, 1),
                     ratio(f1, metric(&ref_ok, |c| c.file_1mb_s)),
                     ratio(f30, metric(&ref_ok, |c| c.file_30mb_s)),
+                );
+            } else if app == "web" {
+                let p = metric(&ok, |c| c.page_load_s);
+                let _ = writeln!(
+                    s,
+                    "| {name} | {n} | {} | {} | {} | {} |",
+                    num(p, 2),
+                    num(metric(&ok, |c| c.page_requests.map(f64::from)), 0),
+                    num(metric(&ok, |c| c.page_bytes.map(|b| b as f64)), 0),
+                    ratio(p, metric(&ref_ok, |c| c.page_load_s)),
                 );
             } else {
                 let g = metric(&ok, |c| c.goodput_mbps);

@@ -128,3 +128,25 @@ fn the_report_shows_failed_and_missing_cells_and_ratios_from_the_cells() {
         .unwrap_err()
         .starts_with("line 1:"));
 }
+
+#[test]
+fn a_web_table_shows_page_load_times_against_wg() {
+    let web = |setup: &str, load: f64| CellResult {
+        spec: CellSpec {
+            app: "web".into(),
+            ..spec(setup)
+        },
+        page_load_s: Some(load),
+        page_loads_s: Some(vec![load]),
+        page_loader: Some("chromium".into()),
+        page_requests: Some(70),
+        page_bytes: Some(2_451_000),
+        ..CellResult::empty(&spec(setup), "abc123", 1.0)
+    };
+    let md = markdown(&[web("wg", 6.5), web("wg+starpep", 5.2)], "h", &[]);
+    assert!(md.contains("| page load (s) |"), "{md}");
+    assert!(
+        md.contains("| wg+starpep | 1 | 5.20 | 70 | 2451000 | 0.80× |"),
+        "{md}"
+    );
+}
