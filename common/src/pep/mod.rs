@@ -31,4 +31,4 @@ pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
 pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};
 pub use tcpinfo::{SegmentInfo, TcpInfo};
-pub use tenants::{CapChange, CapSync, SetOps, Tenant, TenantCaps, TenantMap};
+pub use tenants::{CapChange, CapStep, CapSync, SetOps, Tenant, TenantCaps, TenantMap};

@@ -29,8 +29,13 @@ pub struct TenantMap {
 }
 
 impl TenantMap {
-    /// `peers[i]`: peer i's AllowedIPs.
+    /// `peers[i]`: peer i's AllowedIPs (merged: nested and adjacent prefixes of one peer
+    /// become one, so its set elements never overlap each other).
     pub fn new(peers: Vec<Vec<IpNet>>) -> TenantMap {
+        let peers = peers
+            .into_iter()
+            .map(|nets| IpNet::aggregate(&nets.iter().map(|n| n.trunc()).collect()))
+            .collect();
         TenantMap { peers }
     }
 
@@ -189,16 +194,22 @@ impl TenantCaps {
         self.capped.len()
     }
 
+    /// Which tenants are capped now: what the nft sets must hold.
+    pub fn capped_set(&self) -> &HashSet<Tenant> {
+        &self.capped
+    }
+
     /// Flows admitted over the cap, and times a tenant was capped, since start.
     pub fn totals(&self) -> (u64, u64) {
         (self.over_cap, self.caps)
     }
 }
 
-/// The shell's side of the nft sets: the tenants whose prefixes are in them. Turns a burst of
-/// changes (applied in order, the last one per tenant wins) into the element operations that
-/// bring the sets to the wanted state, so a `Cap` undone before it was applied costs nothing
-/// and no element is deleted that is not there (which would fail the whole nft transaction).
+/// The shell's side of the nft sets: the tenants whose prefixes are in them. The shell brings
+/// the sets to the table's current state ([`TenantCaps::capped_set`], read under the table's
+/// lock), not by replaying change events (which threads could deliver out of order): each
+/// difference is one tenant's element operations, applied on its own so one failure (e.g.
+/// two peers' overlapping AllowedIPs) does not hold up the others, and retried until it holds.
 #[derive(Debug, Clone, Default)]
 pub struct CapSync {
     applied: HashSet<Tenant>,
@@ -223,41 +234,52 @@ impl SetOps {
     }
 }
 
+/// One tenant to add to (`on`) or remove from the sets, with its element operations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapStep {
+    pub tenant: Tenant,
+    pub on: bool,
+    pub ops: SetOps,
+}
+
 impl CapSync {
-    /// The operations for `changes`; call [`CapSync::applied`] with them once nft took them.
-    pub fn plan(&self, map: &TenantMap, changes: &[CapChange]) -> (SetOps, Vec<(Tenant, bool)>) {
-        let mut want: Vec<(Tenant, bool)> = Vec::new();
-        for c in changes {
-            let (t, on) = match c {
-                CapChange::Cap(t) => (t, true),
-                CapChange::Uncap(t) => (t, false),
-            };
-            want.retain(|(x, _)| x != t);
-            want.push((t.clone(), on));
-        }
-        want.retain(|(t, on)| self.applied.contains(t) != *on);
-        let mut ops = SetOps::default();
-        for (t, on) in &want {
+    /// What differs between the sets and `want` (removals first), in a stable order.
+    pub fn diff(&self, map: &TenantMap, want: &HashSet<Tenant>) -> Vec<CapStep> {
+        let mut steps: Vec<CapStep> = Vec::new();
+        let mut push = |t: &Tenant, on: bool| {
             let p = map.prefixes(t);
-            let peer = matches!(t, Tenant::Peer(_));
-            match (*on, peer) {
-                (true, false) => ops.add.extend(p),
-                (false, false) => ops.delete.extend(p),
-                (true, true) => ops.add_peer.extend(p),
-                (false, true) => ops.delete_peer.extend(p),
+            let mut ops = SetOps::default();
+            match (on, matches!(t, Tenant::Peer(_))) {
+                (true, false) => ops.add = p,
+                (false, false) => ops.delete = p,
+                (true, true) => ops.add_peer = p,
+                (false, true) => ops.delete_peer = p,
             }
+            steps.push(CapStep {
+                tenant: t.clone(),
+                on,
+                ops,
+            });
+        };
+        let mut gone: Vec<&Tenant> = self.applied.difference(want).collect();
+        let mut new: Vec<&Tenant> = want.difference(&self.applied).collect();
+        gone.sort_by_key(|t| format!("{t:?}"));
+        new.sort_by_key(|t| format!("{t:?}"));
+        for t in gone {
+            push(t, false);
         }
-        (ops, want)
+        for t in new {
+            push(t, true);
+        }
+        steps
     }
 
-    /// Records what nft now holds.
-    pub fn applied(&mut self, done: &[(Tenant, bool)]) {
-        for (t, on) in done {
-            if *on {
-                self.applied.insert(t.clone());
-            } else {
-                self.applied.remove(t);
-            }
+    /// Records that nft took `step`.
+    pub fn applied(&mut self, step: &CapStep) {
+        if step.on {
+            self.applied.insert(step.tenant.clone());
+        } else {
+            self.applied.remove(&step.tenant);
         }
     }
 }

@@ -115,38 +115,49 @@ fn at_the_pop_a_host_is_capped_before_its_peer_and_the_peer_before_the_table() {
 }
 
 #[test]
-fn set_sync_applies_the_last_change_per_tenant_and_never_deletes_what_is_absent() {
-    let map = TenantMap::new(vec![vec![net("10.1.0.0/24"), net("fd00:1::/64")]]);
+fn set_sync_brings_the_sets_to_the_wanted_state_one_tenant_at_a_time() {
+    use std::collections::HashSet;
+    let map = TenantMap::new(vec![vec![
+        net("10.1.0.0/24"),
+        net("10.1.0.0/25"),
+        net("fd00:1::/64"),
+    ]]);
+    // A peer's nested prefixes are merged: its elements never overlap.
+    assert_eq!(
+        map.prefixes(&Tenant::Peer(0)),
+        vec![net("10.1.0.0/24"), net("fd00:1::/64")]
+    );
     let p = Tenant::Peer(0);
     let a = Tenant::Addr(ip("192.0.2.1"));
     let mut s = CapSync::default();
-    // Capped then uncapped before nft ran: nothing to do.
-    let (ops, done) = s.plan(
-        &map,
-        &[CapChange::Cap(p.clone()), CapChange::Uncap(p.clone())],
-    );
-    assert!(ops.is_empty(), "{ops:?}");
-    s.applied(&done);
-    // An uncap of a tenant that is not in the sets: nothing to delete.
-    let (ops, _) = s.plan(&map, &[CapChange::Uncap(a.clone())]);
-    assert!(ops.is_empty());
-    let (ops, done) = s.plan(
-        &map,
-        &[CapChange::Cap(p.clone()), CapChange::Cap(a.clone())],
-    );
-    assert_eq!(ops.add_peer, vec![net("10.1.0.0/24"), net("fd00:1::/64")]);
-    assert_eq!(ops.add, vec![net("192.0.2.1/32")]);
-    assert!(ops.delete.is_empty() && ops.delete_peer.is_empty());
-    s.applied(&done);
-    // Capped again: already there.
-    let (ops, _) = s.plan(&map, &[CapChange::Cap(p.clone())]);
-    assert!(ops.is_empty());
-    let (ops, done) = s.plan(&map, &[CapChange::Uncap(p.clone())]);
+    assert!(s.diff(&map, &HashSet::new()).is_empty());
+    let want: HashSet<Tenant> = [p.clone(), a.clone()].into_iter().collect();
+    let steps = s.diff(&map, &want);
+    assert_eq!(steps.len(), 2);
+    let peer = steps.iter().find(|x| x.tenant == p).unwrap();
+    assert!(peer.on);
     assert_eq!(
-        ops.delete_peer,
+        peer.ops.add_peer,
         vec![net("10.1.0.0/24"), net("fd00:1::/64")]
     );
-    s.applied(&done);
-    let (ops, _) = s.plan(&map, &[CapChange::Uncap(p)]);
-    assert!(ops.is_empty());
+    let addr = steps.iter().find(|x| x.tenant == a).unwrap();
+    assert_eq!(addr.ops.add, vec![net("192.0.2.1/32")]);
+    // Only the address step went through (say the peer's failed): the peer is retried.
+    s.applied(addr);
+    let again = s.diff(&map, &want);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].tenant, p);
+    s.applied(&again[0]);
+    assert!(s.diff(&map, &want).is_empty());
+    // Uncapped: removed, and never a delete of what is not there.
+    let want: HashSet<Tenant> = [a.clone()].into_iter().collect();
+    let steps = s.diff(&map, &want);
+    assert_eq!(steps.len(), 1);
+    assert!(!steps[0].on);
+    assert_eq!(
+        steps[0].ops.delete_peer,
+        vec![net("10.1.0.0/24"), net("fd00:1::/64")]
+    );
+    s.applied(&steps[0]);
+    assert!(s.diff(&map, &want).is_empty());
 }

@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ipnet::IpNet;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{self, TunnelMode};
-use crate::pep::{CapChange, CapSync, Plan, PlanInput, Side};
+use crate::pep::{CapSync, Plan, PlanInput, Side};
 
 pub use crate::pep::{PepMetrics, Role};
 pub use error::ProxyError;
@@ -157,8 +157,7 @@ impl Pep {
             Some(p) => Some(ControlLog::create(p)?),
             None => None,
         };
-        let (cap_tx, cap_rx) = mpsc::unbounded_channel();
-        let mut shared = Shared::new(plan, ctx.relay, intercept_tx, cap_tx, shutdown_rx);
+        let mut shared = Shared::new(plan, ctx.relay, intercept_tx, shutdown_rx);
         shared.window = window;
         shared.control_log = control_log;
         let shared = Arc::new(shared);
@@ -171,7 +170,7 @@ impl Pep {
             net.clone(),
             intercept_rx,
         )));
-        tasks.push(tokio::spawn(cap_task(shared.clone(), net.clone(), cap_rx)));
+        tasks.push(tokio::spawn(cap_task(shared.clone(), net.clone())));
         Ok(PepHandle {
             shared,
             net,
@@ -218,39 +217,47 @@ async fn intercept_task(
     }
 }
 
-/// Applies client caps and uncaps (`MaxFlowsPerClient`) to the nft sets: every change queued
-/// so far in one transaction, the last one per client winning.
-async fn cap_task(
-    shared: Arc<Shared>,
-    net: Arc<Mutex<NetCfg>>,
-    mut rx: mpsc::UnboundedReceiver<Vec<CapChange>>,
-) {
+/// How soon a cap step nft refused is tried again.
+const CAP_RETRY: Duration = Duration::from_secs(1);
+
+/// Keeps the nft sets of capped clients (`MaxFlowsPerClient`) equal to the flow table's
+/// state: woken by every cap or uncap, it reads which clients are capped now (under the
+/// table's lock) and applies each difference, one client per nft transaction; a refused one is
+/// logged once and retried.
+async fn cap_task(shared: Arc<Shared>, net: Arc<Mutex<NetCfg>>) {
     let mut shutdown = shared.shutdown_rx.clone();
     let mut sync = CapSync::default();
+    let mut failing = false;
     loop {
-        let mut changes = tokio::select! {
-            c = rx.recv() => match c {
-                Some(c) => c,
-                None => return,
-            },
+        tokio::select! {
+            _ = shared.cap_notify.notified() => {}
+            _ = tokio::time::sleep(CAP_RETRY), if failing => {}
             _ = until_shutdown(&mut shutdown) => return,
-        };
-        while let Ok(more) = rx.try_recv() {
-            changes.extend(more);
         }
-        let (ops, done) = sync.plan(&shared.plan.tenants, &changes);
-        if ops.is_empty() {
-            continue;
-        }
-        let n = net.clone();
-        let res = tokio::task::spawn_blocking(move || {
-            n.lock().unwrap_or_else(|e| e.into_inner()).set_capped(&ops)
-        })
-        .await;
-        match res {
-            Ok(Ok(())) => sync.applied(&done),
-            Ok(Err(e)) => tracing::error!("{e}"),
-            Err(e) => tracing::error!("nft task: {e}"),
+        let want = shared.table(|t| t.client_cap().0.capped_set().clone());
+        let steps = sync.diff(&shared.plan.tenants, &want);
+        let was_failing = failing;
+        failing = false;
+        for step in steps {
+            let n = net.clone();
+            let ops = step.ops.clone();
+            let res = tokio::task::spawn_blocking(move || {
+                n.lock().unwrap_or_else(|e| e.into_inner()).set_capped(&ops)
+            })
+            .await;
+            match res {
+                Ok(Ok(())) => sync.applied(&step),
+                Ok(Err(e)) => {
+                    if !was_failing {
+                        tracing::error!("client {:?}: {e} (retrying)", step.tenant);
+                    }
+                    failing = true;
+                }
+                Err(e) => {
+                    tracing::error!("nft task: {e}");
+                    failing = true;
+                }
+            }
         }
     }
 }

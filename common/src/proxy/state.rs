@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{watch, Notify};
 
 use crate::pep::{
     Admission, CapChange, FlowId, FlowKey, FlowState, FlowTable, InterceptChange, MetricsHeader,
@@ -23,8 +23,9 @@ pub struct Shared {
     table: Mutex<FlowTable>,
     /// Desired interception state; the netcfg task applies the latest value.
     pub intercept_tx: watch::Sender<bool>,
-    /// Clients capped and uncapped (`MaxFlowsPerClient`), in order; the cap task applies them.
-    cap_tx: mpsc::UnboundedSender<Vec<CapChange>>,
+    /// Wakes the cap task when a client was capped or uncapped (`MaxFlowsPerClient`); it then
+    /// reads the table's state and brings the nft sets to it.
+    pub cap_notify: Notify,
     /// Becomes `true` when the PEP shuts down.
     pub shutdown_rx: watch::Receiver<bool>,
     pub overflow_syns: AtomicU64,
@@ -42,7 +43,6 @@ impl Shared {
         plan: Plan,
         mode: RelayMode,
         intercept_tx: watch::Sender<bool>,
-        cap_tx: mpsc::UnboundedSender<Vec<CapChange>>,
         shutdown_rx: watch::Receiver<bool>,
     ) -> Shared {
         let table = FlowTable::new(plan.max_flows).with_client_caps(
@@ -56,7 +56,7 @@ impl Shared {
             mode,
             table,
             intercept_tx,
-            cap_tx,
+            cap_notify: Notify::new(),
             shutdown_rx,
             overflow_syns: AtomicU64::new(0),
             intercepted_syns: AtomicU64::new(0),
@@ -112,7 +112,7 @@ impl Shared {
                 }
             }
         }
-        let _ = self.cap_tx.send(caps);
+        self.cap_notify.notify_one();
     }
 
     /// Passes a pause/resume decision of the table to the netcfg task.

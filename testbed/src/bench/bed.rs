@@ -123,6 +123,15 @@ impl Bed {
         }
     }
 
+    /// pc's address as srv's applications reach it (its tunnel address when the VPN ends at
+    /// pc, position A).
+    pub fn pc_addr(&self) -> IpAddr {
+        match self.setup {
+            Setup::OvpnTcpPepA | Setup::WgPepA => IpAddr::V4(addr::TUN_NEAR),
+            _ => IpAddr::V4(addr::PC_LAN),
+        }
+    }
+
     /// Stops the daemons and the links (satlink then writes its counters); idempotent.
     pub fn stop(&mut self) {
         for d in &mut self.daemons {

@@ -155,7 +155,7 @@ fn measure(
         cc: spec.cc.clone(),
         seed: Some(spec.seed),
     };
-    let scratch = std::env::temp_dir().join(format!("starpep-run-{}", std::process::id()));
+    let scratch = scratch_dir();
     std::fs::create_dir_all(&scratch)?;
     let profile = demo::retraced(&found, &d, &scratch)?;
     c.configs = pep_set(setup, &Profile::load(&profile)?, &args.pep_set);
@@ -185,6 +185,11 @@ fn measure(
     Ok(c)
 }
 
+/// Where a run writes the cells' retraced profiles (removed when the run ends).
+fn scratch_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("starpep-run-{}", std::process::id()))
+}
+
 /// bulk: a timed download srv → pc with owd-bulk (goodput, one-way delay per chunk), then
 /// an iperf3 download and an upload (`bench::bulk`).
 fn bulk(d: &DemoArgs, bed: &BedSpec, c: &mut CellResult) -> anyhow::Result<()> {
@@ -197,17 +202,19 @@ fn bulk(d: &DemoArgs, bed: &BedSpec, c: &mut CellResult) -> anyhow::Result<()> {
     c.goodput_mbps = Some(r.goodput_mbps);
     c.capacity_mbps = Some(r.capacity_mbps);
     c.utilisation = Some(r.utilisation);
-    c.owd_ms = Some(Pct3 {
+    // A figure the run could not compute is NaN, which JSON cannot hold: null instead.
+    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    c.owd_ms = finite(&[r.owd_p50_ms, r.owd_p95_ms, r.owd_p99_ms]).then_some(Pct3 {
         p50: r.owd_p50_ms,
         p95: r.owd_p95_ms,
         p99: r.owd_p99_ms,
     });
-    c.queueing_ms = Some(Pct2 {
+    c.queueing_ms = finite(&[r.queueing_p50_ms, r.queueing_p95_ms]).then_some(Pct2 {
         p50: r.queueing_p50_ms,
         p95: r.queueing_p95_ms,
     });
-    c.proxy_queue_ms = r.proxy_queue_ms;
-    c.sat_queue_ms = Some(r.sat_queue_ms);
+    c.proxy_queue_ms = r.proxy_queue_ms.filter(|x| x.is_finite());
+    c.sat_queue_ms = Some(r.sat_queue_ms).filter(|x| x.is_finite());
     c.bytes = Some(r.bytes);
     c.sha256_equal = Some(r.sha256_match);
     c.emulator = r.emulator;
@@ -219,15 +226,7 @@ fn bulk(d: &DemoArgs, bed: &BedSpec, c: &mut CellResult) -> anyhow::Result<()> {
 /// other on fresh connections.
 fn file(bed: &BedSpec, spec: &CellSpec, c: &mut CellResult) -> anyhow::Result<()> {
     let sizes = [1_000_000, 30_000_000];
-    let t = split::download_times(
-        bed.profile,
-        bed.setup,
-        bed.pep_set,
-        &sizes,
-        &spec.cc,
-        spec.seed,
-        bed.server_rtt,
-    )?;
+    let t = split::download_times(bed, &sizes, &spec.cc)?;
     c.file_1mb_s = Some(t[0].as_secs_f64());
     c.file_30mb_s = Some(t[1].as_secs_f64());
     // download() checks every byte against its pattern (no sha256 for file cells).
@@ -330,6 +329,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         progress.end(&spec.app, t.elapsed().as_secs_f64(), c.error.as_deref());
     }
     progress.finish();
+    let _ = std::fs::remove_dir_all(scratch_dir());
     write_report(&args.out, Some(&cmd))?;
     eprintln!(
         "{} cells ({failed} failed) in {:.1} min: {}",

@@ -153,39 +153,27 @@ fn download(topo: &Topology, srv: IpAddr, bytes: usize, cc: &str) -> anyhow::Res
 
 fn one(args: &SplitArgs, profile: &Path, setup: Setup) -> anyhow::Result<Duration> {
     let set = pep_set(setup, &Profile::load(profile)?, &args.pep_set);
-    let took = download_times(
-        profile,
+    let bed = BedSpec {
         setup,
-        &set,
-        &[args.bytes],
-        END_HOST_CC,
-        1,
-        Duration::ZERO,
-    )?;
+        profile,
+        pep_set: &set,
+        seed: Some(1),
+        server_rtt: Duration::ZERO,
+        aligned: true,
+        control_log: false,
+    };
+    let took = download_times(&bed, &[args.bytes], END_HOST_CC)?;
     Ok(took[0])
 }
 
-/// Downloads of `sizes` bytes srv → pc, one after the other (each a new connection) in one
-/// fresh topology of `setup` over `profile` (`server_rtt` between POP and server); their
-/// durations, connect to last byte.
+/// Downloads of `sizes` bytes srv → pc, one after the other (each a new connection) on one
+/// fresh bed; their durations, connect to last byte.
 pub(crate) fn download_times(
-    profile: &Path,
-    setup: Setup,
-    set: &[String],
+    bed: &BedSpec,
     sizes: &[usize],
     cc: &str,
-    seed: u64,
-    server_rtt: Duration,
 ) -> anyhow::Result<Vec<Duration>> {
-    let mut bed = Bed::up(&BedSpec {
-        setup,
-        profile,
-        pep_set: set,
-        seed: Some(seed),
-        server_rtt,
-        aligned: false,
-        control_log: false,
-    })?;
+    let mut bed = Bed::up(bed)?;
     let srv = bed.srv_addr();
     let took = sizes
         .iter()

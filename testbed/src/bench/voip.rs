@@ -5,14 +5,14 @@
 //! Both ends run on this host, so the send stamp in each packet (CLOCK_REALTIME) and the
 //! kernel's receive stamp (SO_TIMESTAMPNS) give the exact one-way delay.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
 use crate::calibrate::udp::{recv_stamped, stamp_receptions};
 use crate::emu::sys;
 use crate::suite::call::{self, Arrival, Probe, PERIOD_MS};
 use crate::suite::cell::{Call, CellResult, CellSpec};
-use crate::topo::{addr, Node};
+use crate::topo::Node;
 
 use super::bed::{Bed, BedSpec};
 use super::demo::emulator_counters;
@@ -71,7 +71,7 @@ pub fn call(bed: &Bed, length: Duration) -> anyhow::Result<Call> {
     let first = sys::realtime_now() + Duration::from_millis(100);
     let until = first + Duration::from_millis(PERIOD_MS * count) + GRACE;
     let to_srv = SocketAddr::new(bed.srv_addr(), PORT);
-    let to_pc = SocketAddr::new(IpAddr::V4(addr::PC_LAN), PORT);
+    let to_pc = SocketAddr::new(bed.pc_addr(), PORT);
     let (down, up) = std::thread::scope(|s| {
         let tx_down = s.spawn(|| talk(&srv, to_pc, SSRC_DOWN, first, count));
         let tx_up = s.spawn(|| talk(&pc, to_srv, SSRC_UP, first, count));

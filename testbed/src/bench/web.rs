@@ -8,11 +8,10 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::calibrate::analysis::percentile;
 use crate::suite::cell::CellResult;
 use crate::suite::page::{self, Page, HOSTS};
 use crate::suite::page_load::{self, Load};
-use crate::topo::{addr, Node, Proc, Topology};
+use crate::topo::{Node, Proc, Topology};
 
 use super::bed::{Bed, BedSpec};
 use super::chromium;
@@ -56,9 +55,9 @@ pub fn cell(spec: &BedSpec, cc: &str, loader: Loader, c: &mut CellResult) -> any
     bed.stop();
     let sat = bed.satlink_stats()?;
     c.emulator = Some(demo::emulator_counters(&sat["directions"]["down"]));
-    let mut s: Vec<f64> = loads.iter().map(|l| l.seconds).collect();
+    let s: Vec<f64> = loads.iter().map(|l| l.seconds).collect();
     c.page_loads_s = Some(s.clone());
-    c.page_load_s = Some(percentile(&mut s, 0.5));
+    c.page_load_s = crate::suite::stats::Spread::of(&s).map(|x| x.median);
     c.page_loader = Some(loader.name().to_string());
     c.page_requests = Some(loads[0].requests);
     c.page_bytes = Some(loads[0].bytes);
@@ -69,13 +68,16 @@ pub fn cell(spec: &BedSpec, cc: &str, loader: Loader, c: &mut CellResult) -> any
 fn loads(bed: &Bed, cc: &str, loader: Loader) -> anyhow::Result<Vec<Load>> {
     let topo = &bed.topo;
     // nginx and chromium cannot pick their congestion control, and a namespace can only make
-    // the kernel's allowed ones its default: the end hosts' routes to each other set it.
-    for (node, gw) in [(Node::Pc, addr::BOX_LAN), (Node::Srv, addr::POP_LAN)] {
-        let gw = gw.to_string();
-        topo.ip(
-            node,
-            &["route", "change", "default", "via", &gw, "congctl", cc],
-        )?;
+    // the kernel's allowed ones its default: a host route from each end host to the other (the
+    // one the kernel picks now, through the tunnel in position A) sets it.
+    for (node, peer) in [(Node::Pc, bed.srv_addr()), (Node::Srv, bed.pc_addr())] {
+        let peer = peer.to_string();
+        let got = topo.run_ok(node, &["ip", "-o", "route", "get", &peer])?;
+        let mut args = vec!["route".to_string(), "replace".into(), format!("{peer}/32")];
+        args.extend(route_hops(&got));
+        args.extend(["congctl".into(), cc.to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        topo.ip(node, &args)?;
     }
     let page = Page::median();
     let site = topo.tmpdir().join("site");
@@ -189,13 +191,27 @@ fn line_count(p: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// The `via GW dev DEV` part of an `ip -o route get` answer.
+fn route_hops(got: &str) -> Vec<String> {
+    let w: Vec<&str> = got.split_whitespace().collect();
+    let mut out = Vec::new();
+    for key in ["via", "dev"] {
+        if let Some(i) = w.iter().position(|x| *x == key) {
+            if let Some(v) = w.get(i + 1) {
+                out.extend([key.to_string(), v.to_string()]);
+            }
+        }
+    }
+    out
+}
+
 /// One load by curl: the document, then every host's resources at once, six connections per
 /// host name (`--parallel --parallel-max 6`); the first request to the last byte.
 fn curl_load(topo: &Topology, srv: IpAddr, page: &Page) -> anyhow::Result<Load> {
     let tmp = topo.tmpdir();
     let base = |host: &str| {
         format!(
-            "curl -sS --http1.1 --resolve {host}:80:{srv} -w '{}'",
+            "curl -sS --http1.1 --connect-timeout 30 --max-time 120 --resolve {host}:80:{srv} -w '{}'",
             page_load::CURL_WRITE_OUT
         )
     };
@@ -247,6 +263,18 @@ mod tests {
         assert!(c.contains("client_body_temp_path /t/nginx-client_body;"));
         assert!(c.contains("Timing-Allow-Origin \"*\"") && c.contains("gzip off;"));
         assert_eq!(c.matches('{').count(), c.matches('}').count());
+    }
+
+    #[test]
+    fn the_route_to_the_other_end_host_is_read_from_route_get() {
+        assert_eq!(
+            route_hops("10.2.0.2 via 10.1.0.1 dev lan0 src 10.1.0.2 uid 0 \\    cache"),
+            ["via", "10.1.0.1", "dev", "lan0"]
+        );
+        assert_eq!(
+            route_hops("10.8.0.1 dev wg-pc src 10.8.0.2 uid 0"),
+            ["dev", "wg-pc"]
+        );
     }
 
     #[test]

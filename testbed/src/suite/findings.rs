@@ -166,7 +166,7 @@ pub fn lossy_leo_cut(p: &Pivot) -> Finding {
         };
         let Some((b, s)) = p
             .keys()
-            .filter(|s| *s != "wg")
+            .filter(|s| *s != "wg" && is_vpn(s))
             .filter_map(|s| Some((median(p, s, &link)?, s.as_str())))
             .min_by(|a, b| a.0.total_cmp(&b.0))
         else {

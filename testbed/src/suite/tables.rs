@@ -19,14 +19,8 @@ pub struct Metric {
     pub get: fn(&CellResult) -> Option<f64>,
 }
 
-fn share_of_second(c: &CellResult) -> Option<f64> {
-    let v = c.fair_mbps.as_ref()?;
-    let total: f64 = v.iter().sum();
-    (v.len() >= 2 && total > 0.0).then(|| v[1] / total)
-}
-
 /// Every metric the summary tables and the standings show, in report order.
-pub const METRICS: [Metric; 11] = [
+pub const METRICS: [Metric; 10] = [
     Metric {
         app: "file",
         title: "30 MB transfer time (s)",
@@ -96,13 +90,6 @@ pub const METRICS: [Metric; 11] = [
         digits: 3,
         lower_is_better: false,
         get: |c| c.jain,
-    },
-    Metric {
-        app: "fair",
-        title: "share of the later download",
-        digits: 2,
-        lower_is_better: false,
-        get: share_of_second,
     },
 ];
 
