@@ -77,25 +77,6 @@ pub struct ReportArgs {
     pub dir: PathBuf,
 }
 
-/// The suite's setup names that the bench's topologies run today.
-fn bench_setup(name: &str) -> Option<Setup> {
-    Some(match name {
-        "plain" => Setup::Plain,
-        "pep" => Setup::PepNoVpn,
-        "wg" => Setup::Wireguard,
-        "wg-go" => Setup::WireguardGo,
-        "wg+split-cubic" => Setup::SplitCubic,
-        "wg+split" => Setup::Split,
-        "wg+starpep" => Setup::Starpep,
-        "wg+starpep-clamp" => Setup::StarpepClamp,
-        "ovpn-udp" => Setup::OvpnUdp,
-        "ovpn-tcp" => Setup::OvpnTcp,
-        "ovpn-tcp+pepA" => Setup::OvpnTcpPepA,
-        "wg+pepA" => Setup::WgPepA,
-        _ => return None,
-    })
-}
-
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -137,7 +118,7 @@ fn measure(
     run_dir: Option<&Path>,
 ) -> anyhow::Result<CellResult> {
     spec.validate().map_err(|e| anyhow::anyhow!(e))?;
-    let setup = bench_setup(&spec.setup).ok_or_else(|| {
+    let setup = Setup::from_suite(&spec.setup).ok_or_else(|| {
         anyhow::anyhow!("setup {} is not in this build of the suite yet", spec.setup)
     })?;
     let found = Profile::find(&spec.link)?;
@@ -275,6 +256,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&args.out)?;
     let jsonl = args.out.join("cells.jsonl");
+    // A finished (or interrupted) run's cells are not overwritten by accident.
+    let had_cells = std::fs::metadata(&jsonl).is_ok_and(|m| m.len() > 0);
+    anyhow::ensure!(
+        args.check || !had_cells,
+        "{} already holds a run's cells: give another --out, or remove it",
+        jsonl.display()
+    );
     let out = std::fs::File::create(&jsonl)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", jsonl.display()))?;
     let cmd = format!(

@@ -75,7 +75,30 @@ impl Setup {
         })
     }
 
-    /// The command-line name (also the `setup` of every JSON row).
+    /// The benchmark suite's name of the setup (a contract: `suite::cell::SETUPS`).
+    pub fn suite_name(self) -> &'static str {
+        match self {
+            Setup::Plain => "plain",
+            Setup::PepNoVpn => "pep",
+            Setup::Wireguard => "wg",
+            Setup::WireguardGo => "wg-go",
+            Setup::SplitCubic => "wg+split-cubic",
+            Setup::Split => "wg+split",
+            Setup::Starpep => "wg+starpep",
+            Setup::StarpepClamp => "wg+starpep-clamp",
+            Setup::OvpnUdp => "ovpn-udp",
+            Setup::OvpnTcp => "ovpn-tcp",
+            Setup::OvpnTcpPepA => "ovpn-tcp+pepA",
+            Setup::WgPepA => "wg+pepA",
+        }
+    }
+
+    /// The setup a suite cell names.
+    pub fn from_suite(name: &str) -> Option<Setup> {
+        Setup::ALL.into_iter().find(|s| s.suite_name() == name)
+    }
+
+    /// The command-line name of `demo`/`split` (also the `setup` of their JSON rows).
     pub fn name(self) -> &'static str {
         match self {
             Setup::Plain => "plain",
@@ -228,5 +251,20 @@ pub(crate) fn start_daemon(
         }
         anyhow::ensure!(Instant::now() < end, "{name}: not up: {}", p.log());
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Setup;
+
+    #[test]
+    fn every_suite_setup_name_is_a_setup_and_back() {
+        for name in crate::suite::cell::SETUPS {
+            let s = Setup::from_suite(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(s.suite_name(), name);
+        }
+        assert_eq!(Setup::ALL.len(), crate::suite::cell::SETUPS.len());
+        assert_eq!(Setup::from_suite("wireguard"), None);
     }
 }

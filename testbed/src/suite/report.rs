@@ -251,7 +251,9 @@ pub fn csv(cells: &[CellResult]) -> String {
     let mut s = String::from(
         "setup,link,app,cc,seed,duration_s,server_rtt_ms,status,goodput_mbps,capacity_mbps,\
          utilisation,owd_ms_p50,owd_ms_p95,owd_ms_p99,queueing_ms_p50,queueing_ms_p95,\
-         proxy_queue_ms,sat_queue_ms,file_1mb_s,file_30mb_s,bytes,sha256_equal,commit,error\n",
+         proxy_queue_ms,sat_queue_ms,file_1mb_s,file_30mb_s,iperf_goodput_mbps,upload_mbps,\
+         page_load_s,voip_idle_down_mos,voip_idle_up_mos,voip_bulk_down_mos,voip_bulk_up_mos,\
+         voip_bulk_down_owd_ms_p50,voip_bulk_down_loss,jain,bytes,sha256_equal,commit,error\n",
     );
     let o = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
     for c in cells {
@@ -262,7 +264,8 @@ pub fn csv(cells: &[CellResult]) -> String {
         let err = c.error.as_deref().unwrap_or("").replace('"', "'");
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{status},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{err}\"",
+            "{},{},{},{},{},{},{},{status},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\
+             {},{},{},{},{},{},\"{err}\"",
             c.spec.setup,
             c.spec.link,
             c.spec.app,
@@ -282,6 +285,16 @@ pub fn csv(cells: &[CellResult]) -> String {
             o(c.sat_queue_ms),
             o(c.file_1mb_s),
             o(c.file_30mb_s),
+            o(c.iperf_goodput_mbps),
+            o(c.upload_mbps),
+            o(c.page_load_s),
+            o(c.voip_idle.map(|v| v.down.mos)),
+            o(c.voip_idle.map(|v| v.up.mos)),
+            o(c.voip_bulk.map(|v| v.down.mos)),
+            o(c.voip_bulk.map(|v| v.up.mos)),
+            o(c.voip_bulk.map(|v| v.down.owd_ms.p50)),
+            o(c.voip_bulk.map(|v| v.down.loss)),
+            o(c.jain),
             c.bytes.map_or(String::new(), |b| b.to_string()),
             c.sha256_equal.map_or(String::new(), |b| b.to_string()),
             c.commit,

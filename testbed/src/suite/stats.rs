@@ -13,6 +13,8 @@ pub struct Spread {
     pub median: f64,
     pub min: f64,
     pub max: f64,
+    /// Cells of the same setup and link that failed (their seeds are not in the figures).
+    pub failed: usize,
 }
 
 impl Spread {
@@ -34,6 +36,7 @@ impl Spread {
             median,
             min: v[0],
             max: v[n - 1],
+            failed: 0,
         })
     }
 
@@ -104,8 +107,9 @@ pub fn pivot(cells: &[CellResult], slice: &Slice, f: impl Fn(&CellResult) -> Opt
             .filter(|c| c.status == Status::Ok)
             .filter_map(|c| f(c))
             .collect();
+        let failed = group.iter().filter(|c| c.status != Status::Ok).count();
         let entry = match Spread::of(&ok) {
-            Some(s) => Entry::Value(s),
+            Some(s) => Entry::Value(Spread { failed, ..s }),
             None => match group.iter().find(|c| c.status == Status::Ok) {
                 Some(_) => Entry::NoData,
                 None => Entry::Failed(group[0].error.clone().unwrap_or_else(|| "no reason".into())),

@@ -102,10 +102,16 @@ fn entry(e: Option<&Entry>, digits: usize, reference: Option<f64>) -> String {
         None => "not run".into(),
         Some(Entry::Failed(_)) => "failed".into(),
         Some(Entry::NoData) => "—".into(),
-        Some(Entry::Value(s)) => match reference {
-            Some(r) if r > 0.0 => format!("{} ({:.2}×)", s.show(digits), s.median / r),
-            _ => s.show(digits),
-        },
+        Some(Entry::Value(s)) => {
+            let v = match reference {
+                Some(r) if r > 0.0 => format!("{} ({:.2}×)", s.show(digits), s.median / r),
+                _ => s.show(digits),
+            };
+            match s.failed {
+                0 => v,
+                k => format!("{v}, {k} of {} failed", k + s.n),
+            }
+        }
     }
 }
 

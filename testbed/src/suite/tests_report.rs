@@ -124,6 +124,13 @@ fn the_report_shows_failed_and_missing_cells_and_ratios_from_the_cells() {
     let rows = csv(&back);
     assert_eq!(rows.lines().count(), 5);
     assert!(rows.lines().nth(3).unwrap().contains(",failed,"), "{rows}");
+    // Every row has the header's columns (the quoted error last).
+    let cols = |l: &str| l.split('"').next().unwrap_or("").matches(',').count();
+    let header = rows.lines().next().unwrap();
+    assert!(header.contains(",voip_bulk_down_mos,") && header.ends_with(",error"));
+    for l in rows.lines().skip(1) {
+        assert_eq!(cols(l), header.matches(',').count(), "{l}");
+    }
     assert!(parse_lines("{\"setup\": 1}\n")
         .unwrap_err()
         .starts_with("line 1:"));
