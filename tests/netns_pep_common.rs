@@ -105,7 +105,8 @@ pub fn raise_nofile() {
 
 /// The shipped config `configs/NAME.conf` with `[PEP]` keys replaced or added (the `[PEP]`
 /// section is the file's last). `STARPEP_TEST_MODE=split` (or `starpep`) sets `Mode` unless
-/// `set` does: `scripts/test.sh` runs the PEP tests in both modes.
+/// `set` does: `scripts/test.sh` runs the PEP tests in both modes. A key set to an empty value
+/// is removed.
 pub fn shipped_conf(name: &str, set: &[(&str, &str)]) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../configs/{name}.conf"));
     let mut text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -124,18 +125,18 @@ pub fn shipped_conf(name: &str, set: &[(&str, &str)]) -> String {
         let mut found = false;
         let tail: Vec<String> = tail
             .lines()
-            .map(|l| {
+            .filter_map(|l| {
                 let key = l.split('=').next().unwrap_or("").trim();
                 if !l.trim_start().starts_with('#') && key.eq_ignore_ascii_case(k) {
                     found = true;
-                    format!("{k} = {v}")
+                    (!v.is_empty()).then(|| format!("{k} = {v}"))
                 } else {
-                    l.to_string()
+                    Some(l.to_string())
                 }
             })
             .collect();
         let mut tail = tail.join("\n");
-        if !found {
+        if !found && !v.is_empty() {
             tail.push_str(&format!("\n{k} = {v}"));
         }
         text = format!("{head}{tail}\n");

@@ -91,11 +91,17 @@ pub struct Pep {
     pub link_rate_bps: u64,
     /// Satellite link round-trip time (sizes the buffers to the BDP).
     pub link_rtt: Duration,
+    /// `LinkRate` was given: a new flow with nothing measured may start from it (`Resume`).
+    pub link_rate_given: bool,
     /// Satellite-segment socket buffers in bytes; `None`: [`Pep::segment_buffer_bytes`].
     pub snd_buf: Option<u64>,
     pub rcv_buf: Option<u64>,
     /// Initial congestion window in segments (route `initcwnd`); `None`: kernel default.
     pub init_cwnd: Option<u32>,
+    /// A new flow's satellite segment starts at its share of what its path measured (careful
+    /// resume: initial window and pacing, `pep::start`); off: the kernel's start. `InitCwnd`
+    /// overrides it with a fixed window.
+    pub resume: bool,
     pub no_delay: bool,
     pub quick_ack: bool,
     /// `TCP_NOTSENT_LOWAT` in bytes; `None`: not set.
@@ -187,9 +193,11 @@ impl Default for Pep {
             lan_congestion: None,
             link_rate_bps: Self::DEFAULT_LINK_RATE_BPS,
             link_rtt: Self::DEFAULT_LINK_RTT,
+            link_rate_given: false,
             snd_buf: None,
             rcv_buf: None,
             init_cwnd: None,
+            resume: true,
             no_delay: true,
             quick_ack: false,
             notsent_lowat: None,

@@ -20,6 +20,7 @@ const PEP_KEYS: &[&str] = &[
     "SndBuf",
     "RcvBuf",
     "InitCwnd",
+    "Resume",
     "NoDelay",
     "QuickAck",
     "NotsentLowat",
@@ -110,7 +111,10 @@ impl PepBuilder {
             }
             "Congestion" => set!(p.congestion, congestion(v)),
             "LanCongestion" => set!(p.lan_congestion, congestion(v).map(Some)),
-            "LinkRate" => set!(p.link_rate_bps, values::bit_rate(v)),
+            "LinkRate" => {
+                set!(p.link_rate_bps, values::bit_rate(v));
+                p.link_rate_given = true;
+            }
             "LinkRtt" => set!(p.link_rtt, duration_in(v, Duration::from_millis(1), 10)),
             "SndBuf" => set!(
                 p.snd_buf,
@@ -121,6 +125,7 @@ impl PepBuilder {
                 values::byte_size(v, SOCK_BUF_MIN, max_buf).map(Some)
             ),
             "InitCwnd" => set!(p.init_cwnd, values::int_in(v, 1u32, 1000).map(Some)),
+            "Resume" => set!(p.resume, values::bool_value(v)),
             "NoDelay" => set!(p.no_delay, values::bool_value(v)),
             "QuickAck" => set!(p.quick_ack, values::bool_value(v)),
             "NotsentLowat" => set!(

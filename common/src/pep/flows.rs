@@ -46,6 +46,8 @@ pub struct FlowRecord {
     pub terrestrial: Option<SegmentInfo>,
     /// The StarPEP controller's last tick (`Mode = starpep`, controlled direction).
     pub control: Option<ControlRecord>,
+    /// How the satellite segment started (careful resume), when it is on.
+    pub start: Option<crate::pep::StartPlan>,
 }
 
 /// The shell must change the interception of new flows.
@@ -180,6 +182,7 @@ impl FlowTable {
                 satellite: None,
                 terrestrial: None,
                 control: None,
+                start: None,
             },
         );
         self.totals.accepted += 1;

@@ -29,6 +29,11 @@ pub struct FlowMetrics {
     /// StarPEP window control of the flow (its last tick), when controlled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<ControlRecord>,
+    /// How its satellite segment started (careful resume): initial window in segments, jump
+    /// pacing in bytes/s, where they came from (`measured`, `stale`, `configured`, `default`)
+    /// and how many flows of its path were busy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<crate::pep::StartPlan>,
 }
 
 /// The whole PEP of one daemon.
@@ -124,6 +129,7 @@ impl PepMetrics {
                 satellite: r.satellite.clone(),
                 terrestrial: r.terrestrial.clone(),
                 control: r.control.clone(),
+                start: r.start,
             })
             .collect();
         let live_up: u64 = flows.iter().map(|f| f.bytes_up).sum();

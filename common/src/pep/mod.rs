@@ -14,6 +14,7 @@ pub mod nft;
 pub mod plan;
 pub mod relay;
 pub mod routes;
+pub mod start;
 pub mod starpep;
 pub mod tcpinfo;
 pub mod tenants;
@@ -24,11 +25,14 @@ mod tests_flows;
 mod tests_plan;
 #[cfg(test)]
 mod tests_relay;
+#[cfg(test)]
+mod tests_start;
 
 pub use bbrinfo::BbrInfo;
 pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChange};
 pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
 pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
+pub use start::{Jump, JumpAction, JumpSample, PathKey, StartParams, StartPlan, Starts};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};
 pub use tcpinfo::{SegmentInfo, TcpInfo};
 pub use tenants::{CapChange, CapStep, CapSync, SetOps, Tenant, TenantCaps, TenantMap};

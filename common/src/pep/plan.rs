@@ -146,6 +146,8 @@ pub struct Plan {
     pub satellite_devs: Vec<String>,
     /// StarPEP window control (`None` with `Mode = split`).
     pub starpep: Option<StarpepPlan>,
+    /// The satellite segment's careful resume (`None` with `Resume = off` or `InitCwnd`).
+    pub start: Option<crate::pep::StartParams>,
 }
 
 fn check_if(name: &str) -> Result<(), PlanError> {
@@ -268,6 +270,12 @@ impl Plan {
             (None, Role::Pop) => pep.intercept.clone(),
             (None, Role::Box) => Vec::new(),
         };
+        let start = (pep.resume && pep.init_cwnd.is_none()).then(|| {
+            // The satellite segment's MSS: the tunnel's MTU less IPv4 and TCP headers with
+            // timestamps (52 bytes), or Ethernet's without a tunnel.
+            let mtu = mss_clamp.as_ref().map_or(1500, |(_, m)| *m);
+            crate::pep::StartParams::new(pep, mtu.saturating_sub(52).max(536))
+        });
         Ok(Plan {
             role,
             tunnel: pep.tunnel,
@@ -308,6 +316,7 @@ impl Plan {
             }),
             idle_timeout: pep.idle_timeout,
             init_cwnd: pep.init_cwnd,
+            start,
             satellite_devs,
             starpep: (pep.mode == PepMode::Starpep || pep.starpep.control_log.is_some()).then(
                 || StarpepPlan {

@@ -76,6 +76,30 @@ pub fn initcwnd_change(family: &str, line: &str, dev: &str, cwnd: u32) -> Option
     })
 }
 
+/// The destination of a route line (`default` is the family's whole space); `None` for lines
+/// that are not a plain unicast route.
+pub fn route_prefix(family: &str, line: &str) -> Option<ipnet::IpNet> {
+    let first = line.split_whitespace().next()?;
+    if first == "default" {
+        return if family == "-6" {
+            "::/0".parse().ok()
+        } else {
+            "0.0.0.0/0".parse().ok()
+        };
+    }
+    if let Ok(n) = first.parse::<ipnet::IpNet>() {
+        return Some(n);
+    }
+    first.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from)
+}
+
+/// The route's identity in a change (its arguments without `initcwnd`).
+pub fn route_key(c: &RouteChange) -> String {
+    let a = &c.apply;
+    let n = a.iter().position(|t| t == "initcwnd").unwrap_or(a.len());
+    a[..n].join(" ")
+}
+
 /// The `dev` of an `ip -o route get ADDR` / `ip -o route show default` line.
 pub fn route_dev(line: &str) -> Option<String> {
     let toks: Vec<&str> = line.split_whitespace().collect();
@@ -91,6 +115,20 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn route_prefixes_and_keys() {
+        let p = |f, l| route_prefix(f, l).map(|n| n.to_string());
+        assert_eq!(p("-4", "default via 10.0.0.1 "), Some("0.0.0.0/0".into()));
+        assert_eq!(p("-6", "default metric 1024"), Some("::/0".into()));
+        assert_eq!(p("-4", "10.1.0.0/24 scope link"), Some("10.1.0.0/24".into()));
+        assert_eq!(p("-4", "10.8.0.2 scope link"), Some("10.8.0.2/32".into()));
+        assert_eq!(p("-4", "unreachable 10.0.0.0/8"), None);
+        let a = initcwnd_change("-4", "10.1.0.0/24 scope link initcwnd 40", "t", 90).unwrap();
+        let b = initcwnd_change("-4", "10.1.0.0/24 scope link", "t", 12).unwrap();
+        assert_eq!(route_key(&a), route_key(&b));
+        assert_eq!(route_key(&a), "-4 route change 10.1.0.0/24 scope link dev t");
     }
 
     #[test]

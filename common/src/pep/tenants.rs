@@ -39,6 +39,16 @@ impl TenantMap {
         TenantMap { peers }
     }
 
+    /// How many peers.
+    pub fn len(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// No peers (the box, or a PEP without tunnel).
+    pub fn is_empty(&self) -> bool {
+        self.peers.is_empty()
+    }
+
     /// The peer of a flow from `client` (longest-prefix match, as WireGuard routes), if any.
     pub fn peer(&self, client: IpAddr) -> Option<Tenant> {
         let client = canonical(client);

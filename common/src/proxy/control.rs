@@ -200,6 +200,11 @@ impl FlowControl {
         })
     }
 
+    /// What the controller measured of the satellite segment (rate, base RTT), once filled.
+    pub fn measured(&self) -> Option<(f64, Duration)> {
+        self.ctl.measured()
+    }
+
     /// When the next tick is due (clock time).
     pub fn deadline(&self) -> Duration {
         self.ctl.next_deadline()
@@ -374,7 +379,8 @@ impl FlowControl {
     }
 }
 
-fn info(s: &Socket) -> Option<TcpInfo> {
+/// A socket's TCP_INFO, parsed (`None` when the socket is gone).
+pub(super) fn info(s: &Socket) -> Option<TcpInfo> {
     let b = sys::tcp_info_bytes(s.as_fd()).ok()?;
     TcpInfo::parse(&b)
 }

@@ -12,6 +12,7 @@ use tracing::Instrument;
 use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo};
 
 use super::control::FlowControl;
+use super::start::{FlowStart, JUMP_CHECK};
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
 use super::state::Shared;
 use super::{sockopt, sys};
@@ -149,9 +150,18 @@ async fn relay_flow(
     if let Some(c) = control.as_mut() {
         control_tick(shared, &io, c, id);
     }
-    supervise(shared, &io, &refresh, control.as_mut(), id).await;
+    let mut start = FlowStart::begin(
+        shared,
+        io.sock(plan.satellite_side).get_ref(),
+        key.client.ip(),
+        id,
+    );
+    supervise(shared, &io, &refresh, control.as_mut(), start.as_mut(), id).await;
     if let Some(c) = &control {
         c.release(&io);
+    }
+    if let Some(s) = &start {
+        s.end(shared);
     }
     refresh(&io);
     io.with_relay(|r| (r.state(), r.bytes(Dir::Up), r.bytes(Dir::Down)))
@@ -177,6 +187,7 @@ async fn supervise(
     io: &FlowIo,
     refresh: &(dyn Fn(&FlowIo) + Sync),
     mut control: Option<&mut FlowControl>,
+    mut start: Option<&mut FlowStart>,
     id: FlowId,
 ) {
     let mode = shared.mode;
@@ -206,6 +217,7 @@ async fn supervise(
     let (mut up_done, mut down_done) = (false, false);
     let mut tick =
         tokio::time::interval_at(tokio::time::Instant::now() + SAMPLE_EVERY, SAMPLE_EVERY);
+    let mut jump_tick = tokio::time::interval(JUMP_CHECK);
     let mut shutdown = shared.shutdown_rx.clone();
     let fail = |f: Failure| {
         tracing::debug!("{:?} socket failed: {}", f.side, f.error);
@@ -245,6 +257,14 @@ async fn supervise(
                 let a = io.event(Event::Tick);
                 let _ = io.exec(&a);
                 refresh(io);
+                if let Some(s) = start.as_deref_mut() {
+                    s.sample(shared, io, control.as_deref());
+                }
+            },
+            _ = jump_tick.tick(), if start.as_ref().is_some_and(|s| s.jumping()) => {
+                if let Some(s) = start.as_deref_mut() {
+                    s.jump_tick(io.sock(shared.plan.satellite_side).get_ref(), shared.clock.now());
+                }
             },
             _ = super::until_shutdown(&mut shutdown) => {
                 let a = io.event(Event::Shutdown);

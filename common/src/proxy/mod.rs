@@ -14,6 +14,7 @@ pub mod netcfg;
 pub mod pump;
 mod runner;
 mod sockopt;
+mod start;
 mod state;
 mod sys;
 pub mod window;
@@ -171,6 +172,7 @@ impl Pep {
             intercept_rx,
         )));
         tasks.push(tokio::spawn(cap_task(shared.clone(), net.clone())));
+        tasks.push(tokio::spawn(start::routes_task(shared.clone(), net.clone())));
         Ok(PepHandle {
             shared,
             net,

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use crate::io::cmd;
 use crate::pep::nft;
 use crate::pep::plan::{Plan, CONNECT_MARK, FWMARK, ROUTE_TABLE, RULE_PREF};
-use crate::pep::routes::{self, RouteChange};
+use crate::pep::routes;
 
 use super::error::ProxyError;
 
@@ -133,7 +133,11 @@ fn ip(args: &[String]) -> Result<String, ProxyError> {
 pub struct NetCfg {
     table: String,
     undo_ip: Vec<Vec<String>>,
-    restore_routes: Vec<Vec<String>>,
+    /// Per route changed for `initcwnd` (its key: `routes::route_key`), the line that puts it
+    /// back as it was before the first change.
+    restore_routes: Vec<(String, Vec<String>)>,
+    /// Where the satellite-side routes are (`InitCwnd`, careful resume).
+    satellite_devs: Vec<String>,
     restore_sysctls: Vec<(&'static str, String)>,
     nft_applied: bool,
 }
@@ -166,6 +170,7 @@ impl NetCfg {
             table: plan.table.clone(),
             undo_ip: Vec::new(),
             restore_routes: Vec::new(),
+            satellite_devs: plan.satellite_devs.clone(),
             restore_sysctls: Vec::new(),
             nft_applied: false,
         };
@@ -218,33 +223,58 @@ impl NetCfg {
         nft_script("apply ruleset", &nft::ruleset(plan))?;
         n.nft_applied = true;
         if let Some(cwnd) = plan.init_cwnd {
-            for dev in &plan.satellite_devs {
-                n.set_initcwnd(dev, cwnd);
-            }
+            let n_routes = n.set_initcwnd(None, Some(cwnd));
+            tracing::info!("InitCwnd {cwnd} on {n_routes} routes of {:?}", n.satellite_devs);
         }
         Ok(n)
     }
 
-    fn set_initcwnd(&mut self, dev: &str, cwnd: u32) {
-        for fam in ["-4", "-6"] {
-            let Ok(out) = cmd::ip(&[fam, "-o", "route", "show", "dev", dev]) else {
-                continue;
-            };
-            for line in out.lines() {
-                let Some(RouteChange { apply, restore }) =
-                    routes::initcwnd_change(fam, line, dev, cwnd)
-                else {
+    /// Sets `initcwnd` on the satellite-side routes whose destination lies within one of
+    /// `within` (`None`: all of them), or puts them back as they were (`cwnd = None`). Returns
+    /// how many routes were changed; failures are logged.
+    pub fn set_initcwnd(&mut self, within: Option<&[ipnet::IpNet]>, cwnd: Option<u32>) -> usize {
+        let mut changed = 0;
+        for dev in self.satellite_devs.clone() {
+            for fam in ["-4", "-6"] {
+                let Ok(out) = cmd::ip(&[fam, "-o", "route", "show", "dev", &dev]) else {
                     continue;
                 };
-                match ip(&apply) {
-                    Ok(_) => {
-                        tracing::info!("InitCwnd {cwnd}: {}", apply[3..].join(" "));
-                        self.restore_routes.push(restore);
+                for line in out.lines() {
+                    let inside = match (within, routes::route_prefix(fam, line)) {
+                        (None, _) => true,
+                        (Some(nets), Some(p)) => nets.iter().any(|n| n.contains(&p)),
+                        (Some(_), None) => false,
+                    };
+                    let Some(c) = inside
+                        .then(|| routes::initcwnd_change(fam, line, &dev, cwnd.unwrap_or(0)))
+                        .flatten()
+                    else {
+                        continue;
+                    };
+                    let key = routes::route_key(&c);
+                    let known = self.restore_routes.iter().position(|(k, _)| *k == key);
+                    let args = match (cwnd, known) {
+                        (Some(_), _) => c.apply.clone(),
+                        (None, Some(i)) => self.restore_routes[i].1.clone(),
+                        (None, None) => continue,
+                    };
+                    match ip(&args) {
+                        Ok(_) => {
+                            changed += 1;
+                            match (cwnd, known) {
+                                (Some(_), None) => self.restore_routes.push((key, c.restore)),
+                                (None, Some(i)) => {
+                                    self.restore_routes.remove(i);
+                                }
+                                _ => {}
+                            }
+                        }
+                        Err(e) => tracing::warn!("initcwnd: {e}"),
                     }
-                    Err(e) => tracing::warn!("InitCwnd: {e}"),
                 }
             }
         }
+        changed
     }
 
     pub fn table(&self) -> &str {
@@ -267,7 +297,7 @@ impl NetCfg {
 
     /// Undoes everything (idempotent); failures are logged.
     pub fn teardown(&mut self) {
-        while let Some(r) = self.restore_routes.pop() {
+        while let Some((_, r)) = self.restore_routes.pop() {
             if let Err(e) = ip(&r) {
                 tracing::debug!("restore route: {e}");
             }

@@ -9,12 +9,13 @@ use tokio::sync::{watch, Notify};
 
 use crate::pep::{
     Admission, CapChange, FlowId, FlowKey, FlowState, FlowTable, InterceptChange, MetricsHeader,
-    PepMetrics, Plan,
+    PepMetrics, Plan, Starts,
 };
 
 use super::control::{Clock, ControlLog};
 use super::netcfg::NftCounters;
 use super::pump::RelayMode;
+use super::start::SharedStarts;
 use super::window::WindowBackend;
 
 pub struct Shared {
@@ -36,6 +37,8 @@ pub struct Shared {
     pub window: Option<Arc<dyn WindowBackend>>,
     pub clock: Clock,
     pub control_log: Option<ControlLog>,
+    /// Careful resume: every satellite path's memory (`None` when off).
+    pub starts: Option<SharedStarts>,
 }
 
 impl Shared {
@@ -51,6 +54,7 @@ impl Shared {
             plan.tenants.clone(),
         );
         let table = Mutex::new(table);
+        let starts = plan.start.clone().map(|p| Mutex::new(Starts::new(p)));
         Shared {
             plan,
             mode,
@@ -64,6 +68,7 @@ impl Shared {
             window: None,
             clock: Clock::new(),
             control_log: None,
+            starts,
         }
     }
 

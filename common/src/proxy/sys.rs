@@ -109,6 +109,27 @@ pub fn set_int(fd: BorrowedFd<'_>, level: libc::c_int, opt: libc::c_int, v: i32)
     Ok(())
 }
 
+/// `SO_MAX_PACING_RATE` in bytes/s (64-bit form, since 4.20); `None` lifts the cap. It also
+/// turns on the kernel's internal TCP pacing for a socket whose qdisc does not pace (no `fq`
+/// on this kernel).
+pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, rate: Option<u64>) -> io::Result<()> {
+    let v: u64 = rate.unwrap_or(u64::MAX);
+    // SAFETY: the kernel reads `size_of::<u64>()` bytes from a live local; the fd is borrowed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&v as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// `SO_MEMINFO` (SOL_SOCKET 55): the socket's memory accounting in bytes of skb truesize.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemInfo {

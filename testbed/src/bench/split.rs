@@ -13,6 +13,8 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
 use crate::link::{CapacitySpec, DelaySpec, Profile};
 use crate::topo::{Node, Topology};
 
@@ -47,15 +49,35 @@ pub struct SplitArgs {
     /// `--pep Congestion=cubic --pep InitCwnd=40`.
     #[arg(long = "pep")]
     pub pep_set: Vec<String>,
+    /// What the path knows when the measured download starts (comma-separated): `cold` (it is
+    /// the bed's first flow), `warm` (after a 3 MB download on the same path), `busy` (while a
+    /// bulk download of the same peer runs, started 5 s before).
+    #[arg(long, default_value = "cold", value_delimiter = ',')]
+    pub start: Vec<Start>,
     /// Also write the results as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
 }
 
+/// The path's state when the measured download starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    Cold,
+    Warm,
+    Busy,
+}
+
+/// The `warm` start's earlier download.
+const WARM_BYTES: usize = 3_000_000;
+/// The `busy` start: the other flow runs this long before the measured one starts ...
+const BUSY_LEAD: Duration = Duration::from_secs(5);
+
 /// One measured download.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Run {
     pub setup: Setup,
+    pub start: Start,
     pub round: u32,
     pub bytes: usize,
     pub seconds: f64,
@@ -151,9 +173,9 @@ fn download(topo: &Topology, srv: IpAddr, bytes: usize, cc: &str) -> anyhow::Res
     Ok(took)
 }
 
-fn one(args: &SplitArgs, profile: &Path, setup: Setup) -> anyhow::Result<Duration> {
+fn one(args: &SplitArgs, profile: &Path, setup: Setup, start: Start) -> anyhow::Result<Duration> {
     let set = pep_set(setup, &Profile::load(profile)?, &args.pep_set);
-    let bed = BedSpec {
+    let spec = BedSpec {
         setup,
         profile,
         pep_set: &set,
@@ -162,8 +184,30 @@ fn one(args: &SplitArgs, profile: &Path, setup: Setup) -> anyhow::Result<Duratio
         aligned: true,
         control_log: false,
     };
-    let took = download_times(&bed, &[args.bytes], END_HOST_CC)?;
-    Ok(took[0])
+    match start {
+        Start::Cold => Ok(download_times(&spec, &[args.bytes], END_HOST_CC)?[0]),
+        Start::Warm => Ok(download_times(&spec, &[WARM_BYTES, args.bytes], END_HOST_CC)?[1]),
+        Start::Busy => {
+            let (rate, _) = link_figures(args, profile)?;
+            let mut bed = Bed::up(&spec)?;
+            let srv = bed.srv_addr();
+            // ... and lasts beyond it: the lead, the measured download at half the link, and
+            // 10 s to spare.
+            let secs = BUSY_LEAD.as_secs_f64() + 2.0 * args.bytes as f64 * 8.0 / rate + 10.0;
+            let other = (rate / 8.0 * secs) as usize;
+            let topo = &bed.topo;
+            let took = std::thread::scope(|s| {
+                let bulk = s.spawn(|| download(topo, srv, other, END_HOST_CC));
+                std::thread::sleep(BUSY_LEAD);
+                let took = download(topo, srv, args.bytes, END_HOST_CC);
+                let bulk = bulk.join().map_err(|_| anyhow::anyhow!("bulk download panicked"))?;
+                bulk.context("the other, bulk download")?;
+                took
+            });
+            bed.stop();
+            took
+        }
+    }
 }
 
 /// Downloads of `sizes` bytes srv → pc, one after the other (each a new connection) on one
@@ -202,10 +246,14 @@ pub fn run(args: &SplitArgs) -> anyhow::Result<Vec<Run>> {
     );
     let mut runs = Vec::new();
     for round in 0..args.rounds {
-        for setup in &setups {
-            let took = one(args, &profile, *setup)?.as_secs_f64();
+        for (setup, start) in setups
+            .iter()
+            .flat_map(|s| args.start.iter().map(move |t| (*s, *t)))
+        {
+            let took = one(args, &profile, setup, start)?.as_secs_f64();
             let r = Run {
-                setup: *setup,
+                setup,
+                start,
                 round,
                 bytes: args.bytes,
                 seconds: took,
@@ -214,8 +262,9 @@ pub fn run(args: &SplitArgs) -> anyhow::Result<Vec<Run>> {
                 goodput_mbit: args.bytes as f64 * 8.0 / took / 1e6,
             };
             println!(
-                "round {round} {:<18} {:>7.1} s  {:>5.2} x ideal  {:>6.2} Mbit/s",
+                "round {round} {:<18} {:<5} {:>7.2} s  {:>5.2} x ideal  {:>6.2} Mbit/s",
                 setup.label(),
+                format!("{start:?}").to_lowercase(),
                 r.seconds,
                 r.ratio,
                 r.goodput_mbit

@@ -22,7 +22,7 @@ mod tests_phase;
 
 pub use controller::{
     Controller, Decision, FlowSamples, Params, Regime, SatSample, UpSample, CONTROL_PERIOD,
-    IDLE_PERIOD,
+    IDLE_PERIOD, LEO_MAX_RTT,
 };
 pub use estimate::{rtt_up, BaseRtt, RateEstimator, LINK_PROBE_EVERY};
 pub use phase::{Phase, PhaseAt, Phases};

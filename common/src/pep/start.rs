@@ -1,0 +1,405 @@
+//! The satellite segment's start (pure): what a new split flow's satellite socket starts with,
+//! its initial window and its pacing rate, and when that start is validated or must retreat.
+//!
+//! A careful resume (in the spirit of the IETF's careful-resume draft, with RFC 9040's shared
+//! TCB): the PEP sees every flow of a path (a WireGuard peer at the POP, the tunnel at the box),
+//! so a new flow starts at its fair share of what that path delivers now, or delivered recently
+//! ([`Source::Measured`]); from `LinkRate`/`LinkRtt` at half the configured BDP when nothing was
+//! measured ([`Source::Configured`]); and from the kernel's defaults otherwise, or while the path
+//! is being reconfigured ([`Source::Default`]). The jump is paced at the rate it assumes; a flow
+//! that sees loss before its jump is validated retreats to what it measured ([`Jump`]).
+//!
+//! Nothing here touches a socket or reads a clock: the proxy shell feeds rate samples and time
+//! in, writes the plan's initial window to the path's routes (`initcwnd`) and its pacing to the
+//! new socket (`SO_MAX_PACING_RATE`).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::starpep::{Phases, LEO_MAX_RTT};
+use super::tenants::{Tenant, TenantMap};
+use crate::config::{self, Reconfig};
+use crate::reconfig::ReconfigSchedule;
+
+/// The kernel's initial window (RFC 6928): a plan at or below it is the kernel's default.
+pub const KERNEL_INIT_CWND: u32 = 10;
+/// The largest initial window a plan asks for (segments): about 5.6 MB, a 90 Mbit/s GEO BDP.
+pub const MAX_INIT_CWND: u32 = 4096;
+/// A flow's rate sample stands for the path this long (busy flows report every second).
+pub const FRESH: Duration = Duration::from_secs(3);
+/// A path's measurement is used this long after its last sample (RFC 9040 temporal sharing);
+/// older, the configured link (or the kernel) decides again.
+pub const MAX_AGE: Duration = Duration::from_secs(600);
+/// Careful resume's unvalidated jump: half of what the path is believed to carry, when the
+/// belief was not measured on the path as it is now (configured, or measured before a
+/// reconfiguration).
+pub const UNVALIDATED_SHARE: f64 = 0.5;
+
+/// A satellite path: the flows that share one satellite link, and the routes a new flow of it
+/// takes its initial window from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PathKey {
+    /// The POP: one WireGuard peer (index in the config), routed by its AllowedIPs.
+    Peer(usize),
+    /// The box, or a PEP without peers: every route toward the satellite.
+    All,
+}
+
+impl PathKey {
+    /// The path of a flow from `client`; `None` at a POP for a client no peer holds.
+    pub fn of(map: &TenantMap, client: std::net::IpAddr) -> Option<PathKey> {
+        if map.is_empty() {
+            return Some(PathKey::All);
+        }
+        match map.peer(client) {
+            Some(Tenant::Peer(i)) => Some(PathKey::Peer(i)),
+            _ => None,
+        }
+    }
+}
+
+/// A satellite link: rate in bytes/s and round-trip time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Link {
+    pub rate: f64,
+    pub rtt: Duration,
+}
+
+impl Link {
+    pub fn bdp(&self) -> f64 {
+        self.rate * self.rtt.as_secs_f64()
+    }
+}
+
+/// Where a plan's figures come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// The path's own flows, measured since its last reconfiguration: the fair share.
+    Measured,
+    /// Measured before the path's last reconfiguration: half the share.
+    Stale,
+    /// `LinkRate`/`LinkRtt`: half the configured BDP.
+    Configured,
+    /// The kernel's initial window, unpaced.
+    Default,
+}
+
+/// What a new flow of a path starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StartPlan {
+    /// Initial window in segments (`None`: the kernel's).
+    pub init_cwnd: Option<u32>,
+    /// Pacing rate of the jump in bytes/s (`None`: unpaced beyond the CC's own).
+    pub pacing: Option<u64>,
+    pub source: Source,
+    /// Flows of the path already busy (the share is the path's rate over this plus one).
+    pub busy: u32,
+}
+
+impl StartPlan {
+    const DEFAULT: StartPlan = StartPlan {
+        init_cwnd: None,
+        pacing: None,
+        source: Source::Default,
+        busy: 0,
+    };
+}
+
+/// The starts' parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartParams {
+    /// `LinkRate`/`LinkRtt` when the operator gave them.
+    pub configured: Option<Link>,
+    /// Segment size that converts a window in bytes to segments.
+    pub mss: u32,
+    /// The reconfiguration schedule and its phases: around each instant the path changes, so
+    /// a new flow starts from the kernel's defaults, and a measurement from before it is stale.
+    pub phases: Phases,
+    /// The schedule concerns LEO paths only (`Reconfig = starlink`): a path whose RTT is above
+    /// this is not reconfigured by it.
+    pub leo_max_rtt: Option<Duration>,
+}
+
+impl StartParams {
+    /// From the `[PEP]` section; `mss` is the satellite segment's (the tunnel's MTU less the
+    /// IP and TCP headers with timestamps).
+    pub fn new(pep: &config::Pep, mss: u32) -> StartParams {
+        let cfg = &pep.starpep;
+        StartParams {
+            configured: pep.link_rate_given.then(|| Link {
+                rate: pep.link_rate_bps as f64 / 8.0,
+                rtt: pep.link_rtt,
+            }),
+            mss,
+            phases: Phases {
+                schedule: cfg
+                    .schedule()
+                    .map(|(period, offset)| ReconfigSchedule::utc(period, offset)),
+                guard: cfg.guard,
+                probe: cfg.probe,
+                recover: cfg.recover,
+            },
+            leo_max_rtt: (cfg.reconfig == Reconfig::Starlink).then_some(LEO_MAX_RTT),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FlowRate {
+    rate: f64,
+    rtt: Duration,
+    at: Duration,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct PathState {
+    flows: HashMap<u64, FlowRate>,
+    /// The path's last aggregate: the sum of its busy flows' rates, the least RTT, and when.
+    last: Option<FlowRate>,
+}
+
+/// Every path's memory.
+#[derive(Debug, Clone)]
+pub struct Starts<K> {
+    p: StartParams,
+    paths: HashMap<K, PathState>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
+    pub fn new(p: StartParams) -> Starts<K> {
+        Starts {
+            p,
+            paths: HashMap::new(),
+        }
+    }
+
+    pub fn params(&self) -> &StartParams {
+        &self.p
+    }
+
+    /// The paths with a memory (the shell plans for these and for the configured default).
+    pub fn paths(&self) -> impl Iterator<Item = &K> {
+        self.paths.keys()
+    }
+
+    /// A busy flow's satellite delivery rate (bytes/s, limited by the link, not by the PEP or
+    /// the application) and base RTT at `now`. Zero rates and RTTs are ignored.
+    pub fn on_sample(&mut self, path: &K, flow: u64, now: Duration, rate: f64, rtt: Duration) {
+        if !(rate.is_finite() && rate > 0.0) || rtt.is_zero() {
+            return;
+        }
+        let st = self.paths.entry(path.clone()).or_default();
+        st.flows.insert(flow, FlowRate { rate, rtt, at: now });
+        let busy = st.flows.values().filter(|f| now.saturating_sub(f.at) <= FRESH);
+        let (sum, min_rtt) = busy.fold((0.0, Duration::MAX), |(s, r), f| (s + f.rate, r.min(f.rtt)));
+        st.last = Some(FlowRate {
+            rate: sum,
+            rtt: min_rtt,
+            at: now,
+        });
+    }
+
+    /// The flow ended: it no longer takes a share (the path keeps its measurement).
+    pub fn on_end(&mut self, path: &K, flow: u64) {
+        if let Some(st) = self.paths.get_mut(path) {
+            st.flows.remove(&flow);
+        }
+    }
+
+    /// Forgets measurements older than [`MAX_AGE`] and flows that stopped reporting.
+    pub fn expire(&mut self, now: Duration) {
+        self.paths.retain(|_, st| {
+            st.flows
+                .retain(|_, f| now.saturating_sub(f.at) <= MAX_AGE);
+            st.last.is_some_and(|l| now.saturating_sub(l.at) <= MAX_AGE)
+        });
+    }
+
+    /// What a flow of `path` that starts at `now` gets.
+    pub fn plan(&self, path: &K, now: Duration) -> StartPlan {
+        let st = self.paths.get(path);
+        let busy = st.map_or(0, |s| {
+            s.flows
+                .values()
+                .filter(|f| now.saturating_sub(f.at) <= FRESH)
+                .count() as u32
+        });
+        let measured = st
+            .and_then(|s| s.last)
+            .filter(|l| now.saturating_sub(l.at) <= MAX_AGE);
+        let rtt = measured.map(|m| m.rtt).or(self.p.configured.map(|c| c.rtt));
+        let phases = match (rtt, self.p.leo_max_rtt) {
+            (Some(r), Some(leo)) if r > leo => None,
+            _ => self.p.phases.schedule.map(|_| self.p.phases),
+        };
+        // Around a reconfiguration the path is changing: the kernel's cautious start.
+        let last_instant = match phases {
+            Some(ph) => {
+                let at = ph.at(now);
+                if at.phase != super::starpep::Phase::Steady {
+                    return StartPlan { busy, ..StartPlan::DEFAULT };
+                }
+                ph.schedule.and_then(|s| s.prev_instant(now))
+            }
+            None => None,
+        };
+        let (link, share, source) = match (measured, self.p.configured) {
+            (Some(m), _) if last_instant.is_none_or(|t| m.at >= t) => {
+                (Link { rate: m.rate, rtt: m.rtt }, 1.0, Source::Measured)
+            }
+            (Some(m), _) => (
+                Link { rate: m.rate, rtt: m.rtt },
+                UNVALIDATED_SHARE,
+                Source::Stale,
+            ),
+            (None, Some(c)) => (c, UNVALIDATED_SHARE, Source::Configured),
+            (None, None) => return StartPlan { busy, ..StartPlan::DEFAULT },
+        };
+        let rate = link.rate * share / (busy as f64 + 1.0);
+        let window = rate * link.rtt.as_secs_f64();
+        let segs = (window / self.p.mss.max(1) as f64).min(MAX_INIT_CWND as f64) as u32;
+        if segs <= KERNEL_INIT_CWND {
+            return StartPlan { busy, ..StartPlan::DEFAULT };
+        }
+        // Paced at the rate the window assumes: the jump spreads over one RTT instead of
+        // bursting at line rate into the link's buffer.
+        let window = segs as f64 * self.p.mss as f64;
+        let pacing = (window / link.rtt.as_secs_f64()).max(1.0) as u64;
+        StartPlan {
+            init_cwnd: Some(segs),
+            pacing: Some(pacing),
+            source,
+            busy,
+        }
+    }
+}
+
+/// A path's routes move toward a larger initial window at most this often; toward a smaller
+/// one (another busy flow, a reconfiguration, an expired measurement) at once.
+pub const ROUTE_RAISE_GAP: Duration = Duration::from_secs(1);
+
+/// Whether a path's routes, last set to `last` (value, when), should be set to `want` at
+/// `now`: a change of more than an eighth, at once when it lowers the window.
+pub fn route_update(last: Option<(Option<u32>, Duration)>, want: Option<u32>, now: Duration) -> bool {
+    let (had, at) = last.unwrap_or((None, Duration::ZERO));
+    let lower = match (had, want) {
+        (a, b) if a == b => return false,
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (Some(a), Some(b)) => {
+            if (a as f64 - b as f64).abs() <= a as f64 / 8.0 {
+                return false;
+            }
+            b < a
+        }
+        (None, None) => return false,
+    };
+    lower || last.is_none() || now >= at + ROUTE_RAISE_GAP
+}
+
+/// Whether a flow that had `acked` bytes acknowledged over `period` kept its satellite segment
+/// busy at `rate` (bytes/s): at least half of it. Idle and application-limited flows report
+/// nothing, so they neither take a share nor lower the path's rate.
+pub fn busy(acked: u64, period: Duration, rate: f64) -> bool {
+    rate > 0.0 && acked as f64 >= 0.5 * rate * period.as_secs_f64()
+}
+
+/// One flow's jump, from its start to its validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Jump {
+    /// The plan's window in bytes and pacing rate.
+    window: u64,
+    pacing: u64,
+    /// `bytes_acked` and the time when the flow first had data acknowledged.
+    started: Option<Duration>,
+    state: JumpState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum JumpState {
+    /// The jump is in flight and not yet confirmed by the link.
+    Unvalidated,
+    /// Loss before validation: paced at the measured delivery rate until `until`.
+    Retreat { until: Duration },
+    Done,
+}
+
+/// What the satellite socket's pacing cap becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JumpAction {
+    Keep,
+    /// Pace at this rate (bytes/s).
+    Pace(u64),
+    /// The jump is over: the congestion control alone paces.
+    Release,
+}
+
+/// The satellite socket's figures a jump is validated on (TCP_INFO).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct JumpSample {
+    pub bytes_acked: u64,
+    /// Segments retransmitted or deemed lost so far (`tcpi_total_retrans`, `tcpi_lost`).
+    pub lost: u32,
+    pub delivery_rate: u64,
+    pub srtt: Duration,
+}
+
+impl Jump {
+    /// The jump of a flow started with `plan` (`None` when the plan is the kernel's).
+    pub fn new(plan: &StartPlan, mss: u32) -> Option<Jump> {
+        let (segs, pacing) = (plan.init_cwnd?, plan.pacing?);
+        Some(Jump {
+            window: segs as u64 * mss as u64,
+            pacing,
+            started: None,
+            state: JumpState::Unvalidated,
+        })
+    }
+
+    pub fn pacing(&self) -> u64 {
+        self.pacing
+    }
+
+    pub fn done(&self) -> bool {
+        self.state == JumpState::Done
+    }
+
+    /// One look at the socket. The jump is validated once its window was acknowledged, or two
+    /// RTTs after the first acknowledgement (the application had less to send), without loss;
+    /// a loss before that retreats to the delivery rate for two RTTs, then releases.
+    pub fn on_sample(&mut self, now: Duration, s: &JumpSample) -> JumpAction {
+        if s.bytes_acked > 0 && self.started.is_none() {
+            self.started = Some(now);
+        }
+        let srtt = s.srtt.max(Duration::from_millis(1));
+        match self.state {
+            JumpState::Done => JumpAction::Keep,
+            JumpState::Unvalidated if s.lost > 0 => {
+                let rate = s.delivery_rate.clamp(1, self.pacing);
+                self.state = JumpState::Retreat {
+                    until: now + 2 * srtt,
+                };
+                JumpAction::Pace(rate)
+            }
+            JumpState::Unvalidated => {
+                let validated = s.bytes_acked >= self.window
+                    || self.started.is_some_and(|t| now >= t + 2 * srtt);
+                if validated {
+                    self.state = JumpState::Done;
+                    JumpAction::Release
+                } else {
+                    JumpAction::Keep
+                }
+            }
+            JumpState::Retreat { until } if now >= until => {
+                self.state = JumpState::Done;
+                JumpAction::Release
+            }
+            JumpState::Retreat { .. } => JumpAction::Keep,
+        }
+    }
+}

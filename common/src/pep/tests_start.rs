@@ -1,0 +1,311 @@
+//! Tests of the satellite segment's start (`start.rs`), on a virtual clock: each source of a
+//! plan, the share between flows, reconfigurations, expiry, and a jump's validation and
+//! retreat; then a closed loop (a slow-start sender on a GEO bottleneck) that shows what the
+//! plan buys and that a 10× wrong configuration stays bounded.
+
+use std::time::Duration;
+
+use super::start::*;
+use super::starpep::Phases;
+use crate::reconfig::ReconfigSchedule;
+
+const MSS: u32 = 1400;
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn no_schedule() -> Phases {
+    Phases {
+        schedule: None,
+        guard: ms(100),
+        probe: ms(200),
+        recover: ms(300),
+    }
+}
+
+fn starlink() -> Phases {
+    Phases {
+        schedule: Some(ReconfigSchedule::utc(ms(15_000), ms(12_000))),
+        ..no_schedule()
+    }
+}
+
+fn geo() -> Link {
+    Link {
+        rate: 1.25e6,
+        rtt: ms(500),
+    }
+}
+
+fn starts(configured: Option<Link>, phases: Phases) -> Starts<u32> {
+    Starts::new(StartParams {
+        configured,
+        mss: MSS,
+        phases,
+        leo_max_rtt: Some(ms(150)),
+    })
+}
+
+#[test]
+fn nothing_measured_nor_configured_is_the_kernels_default() {
+    let s = starts(None, no_schedule());
+    let p = s.plan(&0, ms(1000));
+    assert_eq!(p.source, Source::Default);
+    assert_eq!((p.init_cwnd, p.pacing), (None, None));
+    assert!(Jump::new(&p, MSS).is_none());
+}
+
+#[test]
+fn a_configured_link_gives_half_its_bdp_paced_at_half_its_rate() {
+    let s = starts(Some(geo()), no_schedule());
+    let p = s.plan(&0, ms(1000));
+    assert_eq!(p.source, Source::Configured);
+    let segs = (geo().bdp() * UNVALIDATED_SHARE / MSS as f64) as u32;
+    assert_eq!(p.init_cwnd, Some(segs));
+    let pace = p.pacing.unwrap() as f64;
+    assert!((pace / (geo().rate * UNVALIDATED_SHARE) - 1.0).abs() < 0.01, "{pace}");
+}
+
+#[test]
+fn a_measured_path_gives_a_lone_flow_the_whole_bdp_and_a_second_flow_half() {
+    let mut s = starts(Some(Link { rate: 12.5e6, rtt: ms(600) }), no_schedule());
+    // One busy flow measures 1.25 MB/s over 500 ms: the configured 100 Mbit/s no longer counts.
+    for t in (0..5).map(|k| ms(1000 * k)) {
+        s.on_sample(&7, 1, t, 1.25e6, ms(500));
+    }
+    let with_one = s.plan(&7, ms(4500));
+    assert_eq!((with_one.source, with_one.busy), (Source::Measured, 1));
+    let full = (geo().bdp() / MSS as f64) as u32;
+    assert_eq!(with_one.init_cwnd, Some(full / 2));
+    s.on_end(&7, 1);
+    let alone = s.plan(&7, ms(4500));
+    assert_eq!((alone.source, alone.busy), (Source::Measured, 0));
+    assert_eq!(alone.init_cwnd, Some(full));
+    let pace = alone.pacing.unwrap() as f64;
+    assert!((pace / 1.25e6 - 1.0).abs() < 0.01, "{pace}");
+    // Another path knows nothing of it.
+    assert_eq!(s.plan(&8, ms(4500)).source, Source::Configured);
+}
+
+#[test]
+fn busy_flows_rates_add_up_and_silent_ones_stop_counting() {
+    let mut s = starts(None, no_schedule());
+    s.on_sample(&0, 1, ms(0), 0.6e6, ms(500));
+    s.on_sample(&0, 2, ms(100), 0.65e6, ms(520));
+    let p = s.plan(&0, ms(200));
+    assert_eq!(p.busy, 2);
+    let share = 1.25e6 / 3.0 * 0.5;
+    assert_eq!(p.init_cwnd, Some((share / MSS as f64) as u32));
+    // Flow 1 falls silent (app-limited samples are not fed): after FRESH only flow 2 is busy.
+    s.on_sample(&0, 2, FRESH + ms(500), 1.25e6, ms(500));
+    assert_eq!(s.plan(&0, FRESH + ms(500)).busy, 1);
+}
+
+#[test]
+fn zero_and_non_finite_samples_are_ignored() {
+    let mut s = starts(None, no_schedule());
+    s.on_sample(&0, 1, ms(0), 0.0, ms(500));
+    s.on_sample(&0, 1, ms(0), f64::NAN, ms(500));
+    s.on_sample(&0, 1, ms(0), 1e6, Duration::ZERO);
+    assert_eq!(s.plan(&0, ms(10)).source, Source::Default);
+}
+
+#[test]
+fn a_measurement_expires_and_the_configuration_decides_again() {
+    let mut s = starts(Some(geo()), no_schedule());
+    s.on_sample(&0, 1, ms(0), 2.5e6, ms(500));
+    s.on_end(&0, 1);
+    assert_eq!(s.plan(&0, MAX_AGE).source, Source::Measured);
+    assert_eq!(s.plan(&0, MAX_AGE + ms(1)).source, Source::Configured);
+    s.expire(MAX_AGE + ms(1));
+    assert_eq!(s.paths().count(), 0);
+}
+
+#[test]
+fn a_small_bdp_is_the_kernels_default_and_a_huge_one_is_capped() {
+    let mut s = starts(None, no_schedule());
+    s.on_sample(&0, 1, ms(0), 100e3, ms(100)); // 10 KB: below 10 segments
+    assert_eq!(s.plan(&1, ms(1)).init_cwnd, None);
+    assert_eq!(s.plan(&0, ms(1)).source, Source::Default);
+    s.on_sample(&2, 1, ms(0), 1e9, ms(600));
+    s.on_end(&2, 1);
+    assert_eq!(s.plan(&2, ms(1)).init_cwnd, Some(MAX_INIT_CWND));
+}
+
+/// 12:00:00 UTC on some day, as UNIX time (a multiple of the minute).
+fn minute() -> Duration {
+    Duration::from_secs(1_780_000_020 - 1_780_000_020 % 60)
+}
+
+#[test]
+fn around_a_reconfiguration_a_leo_path_starts_from_the_kernels_default() {
+    let mut s = starts(None, starlink());
+    let t_k = minute() + ms(12_000);
+    // Measured well before T_k on a 40 ms path.
+    s.on_sample(&0, 1, t_k - ms(3000), 10e6, ms(40));
+    s.on_end(&0, 1);
+    assert_eq!(s.plan(&0, t_k - ms(101)).source, Source::Measured);
+    for t in [t_k - ms(100), t_k, t_k + ms(199), t_k + ms(499)] {
+        assert_eq!(s.plan(&0, t).source, Source::Default, "at T_k{:+?}", t.as_millis() as i64 - t_k.as_millis() as i64);
+    }
+    // After the recover phase the path is the new one: the old measurement is stale (half).
+    let after = s.plan(&0, t_k + ms(500));
+    assert_eq!(after.source, Source::Stale);
+    assert_eq!(after.init_cwnd, Some((10e6 * 0.040 * 0.5 / MSS as f64) as u32));
+    // Measured again on the new path: the whole share again.
+    s.on_sample(&0, 2, t_k + ms(900), 10e6, ms(40));
+    s.on_end(&0, 2);
+    assert_eq!(s.plan(&0, t_k + ms(1000)).source, Source::Measured);
+}
+
+#[test]
+fn the_starlink_schedule_does_not_shape_a_geo_path() {
+    let mut s = starts(None, starlink());
+    let t_k = minute() + ms(12_000);
+    s.on_sample(&0, 1, t_k - ms(3000), 1.25e6, ms(500));
+    s.on_end(&0, 1);
+    for t in [t_k, t_k + ms(600)] {
+        assert_eq!(s.plan(&0, t).source, Source::Measured);
+    }
+}
+
+fn sample(acked: u64, lost: u32, rate: u64) -> JumpSample {
+    JumpSample {
+        bytes_acked: acked,
+        lost,
+        delivery_rate: rate,
+        srtt: ms(500),
+    }
+}
+
+fn a_jump() -> Jump {
+    let plan = StartPlan {
+        init_cwnd: Some(500),
+        pacing: Some(1_250_000),
+        source: Source::Measured,
+        busy: 0,
+    };
+    Jump::new(&plan, MSS).unwrap()
+}
+
+#[test]
+fn a_jump_is_validated_by_its_window_acknowledged() {
+    let mut j = a_jump();
+    assert_eq!(j.on_sample(ms(0), &sample(0, 0, 0)), JumpAction::Keep);
+    assert_eq!(j.on_sample(ms(600), &sample(100_000, 0, 1_000_000)), JumpAction::Keep);
+    assert_eq!(j.on_sample(ms(900), &sample(700_000, 0, 1_200_000)), JumpAction::Release);
+    assert!(j.done());
+    assert_eq!(j.on_sample(ms(950), &sample(800_000, 3, 1)), JumpAction::Keep);
+}
+
+#[test]
+fn a_short_flows_jump_is_validated_two_rtts_after_its_first_ack() {
+    let mut j = a_jump();
+    assert_eq!(j.on_sample(ms(500), &sample(20_000, 0, 1)), JumpAction::Keep);
+    assert_eq!(j.on_sample(ms(1499), &sample(20_000, 0, 1)), JumpAction::Keep);
+    assert_eq!(j.on_sample(ms(1500), &sample(20_000, 0, 1)), JumpAction::Release);
+}
+
+#[test]
+fn loss_before_validation_retreats_to_the_delivery_rate_then_releases() {
+    let mut j = a_jump();
+    j.on_sample(ms(0), &sample(0, 0, 0));
+    assert_eq!(j.on_sample(ms(600), &sample(50_000, 4, 200_000)), JumpAction::Pace(200_000));
+    assert_eq!(j.on_sample(ms(1599), &sample(90_000, 9, 300_000)), JumpAction::Keep);
+    assert_eq!(j.on_sample(ms(1600), &sample(90_000, 9, 300_000)), JumpAction::Release);
+    // A delivery rate above the jump's never raises the pacing.
+    let mut j = a_jump();
+    assert_eq!(j.on_sample(ms(1), &sample(1, 1, u64::MAX)), JumpAction::Pace(1_250_000));
+}
+
+/// A closed loop on a virtual clock: a sender that starts with `iw` segments, doubles its
+/// window each round trip (slow start, the kernel's start for a new flow) and sends at most
+/// `pacing` per round trip's worth; a bottleneck of `link_rate` with `buffer` bytes of queue
+/// (drop-tail); the flow is `size` bytes. Returns the completion time and the bytes dropped.
+fn transfer(size: f64, iw: u32, pacing: Option<f64>, link_rate: f64, rtt: f64) -> (f64, f64) {
+    let buffer = 500.0 * 1500.0;
+    let mut cwnd = iw as f64 * MSS as f64;
+    let (mut sent, mut t, mut dropped) = (0.0, 0.0, 0.0);
+    while sent < size {
+        let burst = cwnd.min(size - sent);
+        let rate = pacing.unwrap_or(f64::INFINITY);
+        // What arrives at the bottleneck faster than it drains queues; beyond the buffer, drops.
+        let spread = burst / rate;
+        let excess = (burst - link_rate * spread) - buffer;
+        let lost = excess.max(0.0);
+        dropped += lost;
+        sent += burst - lost;
+        t += rtt.max(burst / link_rate);
+        cwnd = if lost > 0.0 { (burst - lost).max(cwnd / 2.0) } else { cwnd * 2.0 };
+    }
+    (t + rtt, dropped)
+}
+
+#[test]
+fn in_a_closed_loop_the_plan_saves_the_slow_start_and_a_wrong_rate_stays_bounded() {
+    let rtt = geo().rtt.as_secs_f64();
+    let size = 1e6;
+    let ideal = size / geo().rate + 2.0 * rtt;
+    let (kernel, _) = transfer(size, KERNEL_INIT_CWND, None, geo().rate, rtt);
+    // A measured path (the lone flow gets the whole BDP, paced at the link rate).
+    let mut s = starts(None, no_schedule());
+    s.on_sample(&0, 1, ms(0), geo().rate, geo().rtt);
+    s.on_end(&0, 1);
+    let p = s.plan(&0, ms(1));
+    let (measured, lost) = transfer(
+        size,
+        p.init_cwnd.unwrap(),
+        p.pacing.map(|v| v as f64),
+        geo().rate,
+        rtt,
+    );
+    assert_eq!(lost, 0.0);
+    assert!(measured <= 1.3 * ideal, "measured start {measured:.2} s, ideal {ideal:.2} s");
+    assert!(kernel > 1.5 * measured, "kernel start {kernel:.2} s vs {measured:.2} s");
+    // A configuration 10× too high: the unvalidated half-BDP jump, paced at half the wrong
+    // rate, overfills the buffer once; the flow still beats the kernel's start.
+    let wrong = starts(Some(Link { rate: 12.5e6, rtt: ms(600) }), no_schedule()).plan(&0, ms(1));
+    let (t_wrong, lost) = transfer(
+        size,
+        wrong.init_cwnd.unwrap(),
+        wrong.pacing.map(|v| v as f64),
+        geo().rate,
+        rtt,
+    );
+    assert!(lost > 0.0, "a 10× jump must overflow this buffer in the model");
+    assert!(t_wrong < kernel, "wrong rate {t_wrong:.2} s vs kernel {kernel:.2} s");
+}
+
+#[test]
+fn routes_lower_at_once_and_rise_at_most_once_a_second() {
+    let t = ms(10_000);
+    assert!(!route_update(None, None, t));
+    assert!(route_update(None, Some(400), t), "the first plan applies at once");
+    assert!(!route_update(Some((Some(400), t)), Some(420), t + ms(5000)), "within an eighth");
+    assert!(route_update(Some((Some(400), t)), Some(200), t + ms(1)), "lower: at once");
+    assert!(route_update(Some((Some(400), t)), None, t + ms(1)), "default: at once");
+    assert!(!route_update(Some((Some(200), t)), Some(400), t + ms(999)));
+    assert!(route_update(Some((Some(200), t)), Some(400), t + ROUTE_RAISE_GAP));
+    assert!(!route_update(Some((None, t)), Some(400), t + ms(999)));
+}
+
+#[test]
+fn a_flow_is_busy_when_it_moved_half_its_rate() {
+    assert!(busy(600_000, ms(1000), 1.0e6));
+    assert!(!busy(400_000, ms(1000), 1.0e6));
+    assert!(!busy(400_000, ms(1000), 0.0));
+}
+
+#[test]
+fn a_flows_path_is_its_peer_at_the_pop_and_the_tunnel_at_the_box() {
+    use crate::pep::TenantMap;
+    let pop = TenantMap::new(vec![
+        vec!["10.1.0.0/24".parse().unwrap()],
+        vec!["10.3.0.0/24".parse().unwrap()],
+    ]);
+    let a = |s: &str| s.parse().unwrap();
+    assert_eq!(PathKey::of(&pop, a("10.3.0.9")), Some(PathKey::Peer(1)));
+    assert_eq!(PathKey::of(&pop, a("192.0.2.1")), None);
+    assert_eq!(PathKey::of(&TenantMap::default(), a("10.1.0.2")), Some(PathKey::All));
+}

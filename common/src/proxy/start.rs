@@ -1,0 +1,191 @@
+//! Careful resume in the proxy shell (`pep::start`): a task keeps each satellite path's routes
+//! at the initial window a new flow of that path gets (`initcwnd`, read by the kernel when the
+//! connection is set up), and each flow paces its jump until it is validated
+//! (`SO_MAX_PACING_RATE`) and reports its satellite delivery rate to its path.
+
+use std::collections::HashMap;
+use std::os::fd::AsFd;
+use std::sync::{Arc, Mutex};
+
+use std::time::Duration;
+
+use crate::pep::start::{busy, route_update};
+use crate::pep::{
+    FlowId, Jump, JumpAction, JumpSample, PathKey, StartPlan, Starts, Tenant,
+};
+
+use super::control::{info, FlowControl};
+use super::netcfg::NetCfg;
+use super::pump::FlowIo;
+use super::state::Shared;
+use super::sys;
+
+/// How often the paths' plans are recomputed.
+const REFRESH: Duration = Duration::from_millis(100);
+/// How often an unvalidated jump is looked at.
+pub const JUMP_CHECK: Duration = Duration::from_millis(10);
+
+/// The paths' memory, shared by the flows and the routes task.
+pub type SharedStarts = Mutex<Starts<PathKey>>;
+
+fn lock(s: &SharedStarts) -> std::sync::MutexGuard<'_, Starts<PathKey>> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Keeps every path's routes at its plan's initial window (careful resume on).
+pub async fn routes_task(shared: Arc<Shared>, net: Arc<Mutex<NetCfg>>) {
+    let Some(starts) = shared.starts.as_ref() else {
+        return;
+    };
+    let tenants = &shared.plan.tenants;
+    let paths: Vec<PathKey> = if tenants.is_empty() {
+        vec![PathKey::All]
+    } else {
+        (0..tenants.len()).map(PathKey::Peer).collect()
+    };
+    let mut applied: HashMap<PathKey, (Option<u32>, Duration)> = HashMap::new();
+    let mut shutdown = shared.shutdown_rx.clone();
+    let mut tick = tokio::time::interval(REFRESH);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = super::until_shutdown(&mut shutdown) => return,
+        }
+        let now = shared.clock.now();
+        let plans: Vec<(PathKey, StartPlan)> = {
+            let mut s = lock(starts);
+            s.expire(now);
+            paths.iter().map(|p| (*p, s.plan(p, now))).collect()
+        };
+        for (path, plan) in plans {
+            let want = plan.init_cwnd;
+            if !route_update(applied.get(&path).copied(), want, now) {
+                continue;
+            }
+            let within = match path {
+                PathKey::All => None,
+                PathKey::Peer(i) => Some(tenants.prefixes(&Tenant::Peer(i))),
+            };
+            let n = net.clone();
+            let res = tokio::task::spawn_blocking(move || {
+                n.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .set_initcwnd(within.as_deref(), want)
+            })
+            .await;
+            match res {
+                Ok(routes) => tracing::debug!(
+                    ?path,
+                    source = ?plan.source,
+                    init_cwnd = ?want,
+                    busy = plan.busy,
+                    routes,
+                    "new flows' initial window"
+                ),
+                Err(e) => tracing::error!("initcwnd task: {e}"),
+            }
+            applied.insert(path, (want, now));
+        }
+    }
+}
+
+/// One flow's part: its path, its jump, and what it last reported.
+pub struct FlowStart {
+    path: PathKey,
+    id: FlowId,
+    jump: Option<Jump>,
+    acked: u64,
+    at: Duration,
+}
+
+impl FlowStart {
+    /// At connect: the flow's plan, and its jump's pacing on the satellite socket `sat`.
+    /// `None` when careful resume is off or the flow's client belongs to no path.
+    pub fn begin(shared: &Shared, sat: &socket2::Socket, client: std::net::IpAddr, id: FlowId) -> Option<FlowStart> {
+        let starts = shared.starts.as_ref()?;
+        let path = PathKey::of(&shared.plan.tenants, client)?;
+        let now = shared.clock.now();
+        let plan = lock(starts).plan(&path, now);
+        let mss = info(sat).map_or(0, |i| i.snd_mss).max(536);
+        let mut jump = Jump::new(&plan, mss);
+        if let Some(j) = &jump {
+            if let Err(e) = sys::set_max_pacing_rate(sat.as_fd(), Some(j.pacing())) {
+                tracing::warn!("SO_MAX_PACING_RATE {}: {e}", j.pacing());
+                jump = None;
+            }
+        }
+        tracing::debug!(?path, source = ?plan.source, init_cwnd = ?plan.init_cwnd, pacing = ?plan.pacing, "start");
+        shared.table(|t| {
+            if let Some(r) = t.record_mut(id) {
+                r.start = Some(plan);
+            }
+        });
+        Some(FlowStart {
+            path,
+            id,
+            jump,
+            acked: 0,
+            at: now,
+        })
+    }
+
+    /// The jump is still to be validated (look every [`JUMP_CHECK`]).
+    pub fn jumping(&self) -> bool {
+        self.jump.as_ref().is_some_and(|j| !j.done())
+    }
+
+    /// Validates or retreats the jump.
+    pub fn jump_tick(&mut self, sat: &socket2::Socket, now: Duration) {
+        let (Some(j), Some(i)) = (self.jump.as_mut(), info(sat)) else {
+            return;
+        };
+        let s = JumpSample {
+            bytes_acked: i.bytes_acked.unwrap_or(0),
+            lost: i.total_retrans.saturating_add(i.lost),
+            delivery_rate: i.delivery_rate.unwrap_or(0),
+            srtt: Duration::from_micros(i.rtt_us as u64),
+        };
+        let rate = match j.on_sample(now, &s) {
+            JumpAction::Keep => return,
+            JumpAction::Pace(r) => Some(r),
+            JumpAction::Release => None,
+        };
+        tracing::debug!(pacing = ?rate, acked = s.bytes_acked, lost = s.lost, "jump");
+        if let Err(e) = sys::set_max_pacing_rate(sat.as_fd(), rate) {
+            tracing::warn!("SO_MAX_PACING_RATE: {e}");
+        }
+    }
+
+    /// Every few hundred milliseconds or more: the flow's satellite delivery rate goes to its
+    /// path if the flow kept the link busy (StarPEP's estimate where the flow is controlled,
+    /// else the kernel's non-application-limited delivery rate).
+    pub fn sample(&mut self, shared: &Shared, io: &FlowIo, control: Option<&FlowControl>) {
+        let (Some(starts), Some(i)) = (shared.starts.as_ref(), info(io.sock(shared.plan.satellite_side).get_ref())) else {
+            return;
+        };
+        let now = shared.clock.now();
+        let acked = i.bytes_acked.unwrap_or(0);
+        let period = now.saturating_sub(self.at);
+        let delta = acked.saturating_sub(self.acked);
+        (self.acked, self.at) = (acked, now);
+        let measured = match control {
+            Some(c) => c.measured(),
+            None => (!i.app_limited)
+                .then_some(i.delivery_rate)
+                .flatten()
+                .map(|r| r as f64)
+                .zip(i.min_rtt_us.map(|us| Duration::from_micros(us as u64))),
+        };
+        if let Some((rate, rtt)) = measured.filter(|(r, _)| busy(delta, period, *r)) {
+            lock(starts).on_sample(&self.path, self.id, now, rate, rtt);
+        }
+    }
+
+    /// The flow ended.
+    pub fn end(&self, shared: &Shared) {
+        if let Some(s) = shared.starts.as_ref() {
+            lock(s).on_end(&self.path, self.id);
+        }
+    }
+}

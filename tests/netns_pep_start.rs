@@ -1,0 +1,192 @@
+//! The satellite segment's start, careful resume (root, netns, satlink `geo`): a new flow
+//! starts at its share of what its path measured, paced (seen in a capture on the POP's
+//! tunnel, before encryption); it shares with a flow already running; with nothing measured
+//! and no `LinkRate` it starts from the kernel's defaults; a `LinkRate` ten times too high
+//! neither collapses a flow nor stalls the other flows of the peer. Every payload is
+//! sha256-checked.
+
+#[path = "netns_pep_common.rs"]
+mod common;
+#[path = "netns_starpep_common.rs"]
+mod sp;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use sp::*;
+use starpep_tests::{addr, require_root, Node, Proc, Topology};
+
+const MB: usize = 1_000_000;
+/// geo: 10 Mbit/s, 500 ms RTT.
+const LINK_BPS: f64 = 10e6;
+const RTT: f64 = 0.5;
+const POP_TUN: &str = "pop-pep";
+
+fn ideal(bytes: usize) -> f64 {
+    bytes as f64 * 8.0 / LINK_BPS + 2.0 * RTT
+}
+
+/// tcpdump of the server's data toward the box on the POP's tunnel (inner packets).
+fn capture(topo: &Topology, port: u16) -> (Proc, std::path::PathBuf) {
+    let pcap = topo.tmpdir().join(format!("pop-{port}.pcap"));
+    let filter = format!("tcp src port {port}");
+    let p = topo
+        .spawn(
+            Node::Pop,
+            &format!("tcpdump-{port}"),
+            &["tcpdump", "-i", POP_TUN, "-nn", "-U", "-w", &pcap.display().to_string(), &filter],
+        )
+        .expect("tcpdump");
+    std::thread::sleep(Duration::from_millis(1000));
+    (p, pcap)
+}
+
+/// Departure times (s) of the data segments in a capture.
+fn data_times(topo: &Topology, pcap: &Path) -> Vec<f64> {
+    let out = topo
+        .run_ok(
+            Node::Pop,
+            &["tcpdump", "-nn", "-tt", "-r", &pcap.display().to_string(), "tcp[tcpflags] & tcp-syn == 0"],
+        )
+        .expect("tcpdump -r");
+    out.lines()
+        .filter(|l| !l.contains("length 0"))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// Segments sent in the first round trip, and the most sent within any 10 ms of it.
+fn first_round(times: &[f64]) -> (usize, usize) {
+    let Some(&t0) = times.first() else {
+        return (0, 0);
+    };
+    let round: Vec<f64> = times.iter().copied().filter(|t| *t < t0 + 0.9 * RTT).collect();
+    let burst = round
+        .iter()
+        .map(|a| round.iter().filter(|b| **b >= *a && **b < a + 0.010).count())
+        .max()
+        .unwrap_or(0);
+    (round.len(), burst)
+}
+
+/// The POP's start plans of live flows to `port`, sampled while `work` runs.
+fn with_starts<R: Send>(b: &Bed, port: u16, work: impl FnOnce() -> R + Send) -> (R, Vec<Value>) {
+    let (r, seen) = sampled(Duration::from_millis(100), work, || {
+        let p = b.pop.pep(&b.topo);
+        p["flows"].as_array().and_then(|fs| {
+            fs.iter()
+                .find(|f| f["server"].as_str().is_some_and(|s| s.ends_with(&format!(":{port}"))))
+                .map(|f| f["start"].clone())
+        })
+    });
+    (r, seen.into_iter().filter(|s| !s.is_null()).collect())
+}
+
+fn download(b: &Bed, port: u16, bytes: usize) -> f64 {
+    let dst = sa(&format!("{}:{port}", addr::SRV));
+    let t = transfer_cc(&b.topo, dst, bytes, true, port as u64, Some("cubic"));
+    assert_eq!(t.sent_sha, t.recv_sha, "download of {bytes} B to :{port} corrupted");
+    t.total_time.as_secs_f64()
+}
+
+#[test]
+fn a_new_flow_starts_at_the_measured_rate_paced() {
+    if !require_root() {
+        return;
+    }
+    let _l = LINK.lock().unwrap_or_else(|e| e.into_inner());
+    let b = bed("geo", false, &[]);
+    // The first flow measures the path.
+    let warm = download(&b, 5501, 3 * MB);
+    eprintln!("warm-up 3 MB in {warm:.2} s");
+    let (dump, pcap) = capture(&b.topo, 5502);
+    let (t, starts) = with_starts(&b, 5502, || download(&b, 5502, MB));
+    let mut dump = dump;
+    dump.stop();
+    let start = starts.first().expect("the flow's start plan in show --json");
+    eprintln!("1 MB in {t:.2} s (ideal {:.2} s), start {start}", ideal(MB));
+    assert_eq!(start["source"], "measured", "{start}");
+    assert_eq!(start["busy"], 0, "{start}");
+    // About a BDP (625 KB / 1368 B = 457 segments) from the measurement.
+    let iw = start["init_cwnd"].as_u64().expect("an initial window");
+    assert!((200..=700).contains(&iw), "initial window {iw} segments");
+    let (round, burst) = first_round(&data_times(&b.topo, &pcap));
+    eprintln!("first round trip: {round} segments, at most {burst} within 10 ms");
+    assert!(round >= 150, "only {round} segments in the first round trip: no jump");
+    // Paced at 10 Mbit/s: about 9 segments per 10 ms (line rate would be hundreds).
+    assert!(burst <= 30, "{burst} segments within 10 ms: not paced");
+    assert!(t <= 1.5 * ideal(MB), "1 MB took {t:.2} s, ideal {:.2} s", ideal(MB));
+}
+
+#[test]
+fn a_new_flow_shares_the_link_with_a_running_one() {
+    if !require_root() {
+        return;
+    }
+    let _l = LINK.lock().unwrap_or_else(|e| e.into_inner());
+    let b = bed("geo", false, &[]);
+    let bulk = 8 * MB;
+    let (old, (new, starts)) = std::thread::scope(|s| {
+        let old = s.spawn(|| download(&b, 5511, bulk));
+        std::thread::sleep(Duration::from_secs(5));
+        let new = with_starts(&b, 5512, || download(&b, 5512, MB));
+        (old.join().expect("old flow"), new)
+    });
+    let start = starts.first().expect("the new flow's start plan");
+    eprintln!("old 8 MB in {old:.2} s, new 1 MB in {new:.2} s; start {start}");
+    assert_eq!(start["source"], "measured", "{start}");
+    assert_eq!(start["busy"], 1, "the running flow takes a share: {start}");
+    // Half the link for the new flow's megabyte, at worst a third.
+    assert!(new <= MB as f64 * 8.0 / (LINK_BPS / 3.0) + 2.0 * RTT, "new flow {new:.2} s");
+    // The old flow is not stalled: 9 MB over the link in all, at 80 % of it.
+    assert!(old <= (bulk + MB) as f64 * 8.0 / (0.8 * LINK_BPS) + 3.0 * RTT, "old flow {old:.2} s");
+}
+
+#[test]
+fn with_nothing_known_a_flow_starts_from_the_kernels_defaults() {
+    if !require_root() {
+        return;
+    }
+    let _l = LINK.lock().unwrap_or_else(|e| e.into_inner());
+    let b = bed("geo", false, &[("LinkRate", "")]);
+    let (mut dump, pcap) = capture(&b.topo, 5521);
+    let (t, starts) = with_starts(&b, 5521, || download(&b, 5521, MB));
+    dump.stop();
+    let start = starts.first().expect("the flow's start plan");
+    let (round, _) = first_round(&data_times(&b.topo, &pcap));
+    eprintln!("1 MB in {t:.2} s; start {start}; first round trip {round} segments");
+    assert_eq!(start["source"], "default", "{start}");
+    assert!(start["init_cwnd"].is_null(), "{start}");
+    assert!(round <= 20, "{round} segments in the first round trip (the kernel's is 10)");
+}
+
+#[test]
+fn a_tenfold_link_rate_collapses_no_flow_and_stalls_none() {
+    if !require_root() {
+        return;
+    }
+    let _l = LINK.lock().unwrap_or_else(|e| e.into_inner());
+    let b = bed("geo", false, &[("LinkRate", "100mbit")]);
+    // Two flows at once on a fresh path: both start from the wrong configuration.
+    let (a, (c, starts)) = std::thread::scope(|s| {
+        let a = s.spawn(|| download(&b, 5531, 3 * MB));
+        std::thread::sleep(Duration::from_millis(300));
+        let c = with_starts(&b, 5532, || download(&b, 5532, MB));
+        (a.join().expect("first flow"), c)
+    });
+    let start = starts.first().expect("the second flow's start plan");
+    eprintln!("3 MB in {a:.2} s, 1 MB in {c:.2} s alongside; start {start}");
+    assert_eq!(start["source"], "configured", "{start}");
+    // 4 MB over a 10 Mbit/s link: 3.2 s of link time; the jump's losses cost round trips,
+    // not a collapse (a stalled flow waits out RTOs of seconds).
+    assert!(a <= 3.0 * MB as f64 * 8.0 / LINK_BPS + MB as f64 * 8.0 / LINK_BPS + 4.0, "3 MB took {a:.2} s");
+    assert!(c <= 2.0 * ideal(MB) + 1.0, "1 MB took {c:.2} s");
+    // And the flow after them starts from what they measured.
+    let (_, starts) = with_starts(&b, 5533, || download(&b, 5533, MB));
+    let start = starts.first().expect("the third flow's start plan");
+    assert_eq!(start["source"], "measured", "{start}");
+    let iw = start["init_cwnd"].as_u64().unwrap_or(0);
+    assert!(iw <= 700, "the measurement replaced the 10x configuration: {iw} segments");
+}
