@@ -176,6 +176,41 @@ mod tests {
         assert!(client.contains("satellite terminal") && !client.contains("starpep\\-pop"));
     }
 
+    const POP_UNIT: &str = include_str!("../../systemd/starpep-pop@.service");
+    const CLIENT_UNIT: &str = include_str!("../../systemd/starpep-client@.service");
+
+    #[test]
+    fn the_two_units_differ_only_in_names() {
+        let norm = |s: &str| {
+            s.replace("starpep-pop", "BIN")
+                .replace("starpep-client", "BIN")
+                .replace("pop0", "IFACE")
+                .replace("box0", "IFACE")
+                .replace("client box", "ROLE")
+                .replace("POP", "ROLE")
+        };
+        assert_eq!(norm(POP_UNIT), norm(CLIENT_UNIT));
+    }
+
+    #[test]
+    fn the_units_exec_start_is_a_valid_run_command_of_their_binary() {
+        for (role, unit) in [(Role::Pop, POP_UNIT), (Role::Client, CLIENT_UNIT)] {
+            let line = unit
+                .lines()
+                .find_map(|l| l.strip_prefix("ExecStart="))
+                .expect("ExecStart");
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[0], format!("/usr/bin/{}", role.binary()));
+            let m = Cli::command_for(role)
+                .try_get_matches_from(&words)
+                .unwrap_or_else(|e| panic!("{line}: {e}"));
+            let (sub, args) = m.subcommand().expect("a subcommand");
+            assert_eq!(sub, "run", "{line}");
+            let config = args.get_one::<std::path::PathBuf>("config").unwrap();
+            assert_eq!(config, std::path::Path::new("/etc/starpep/%i.conf"));
+        }
+    }
+
     #[test]
     fn the_completions_know_the_subcommands_and_options() {
         let a = completions(Role::Client);
