@@ -5,7 +5,9 @@ set -euo pipefail
 pkgs=(iproute2 nftables ethtool tcpdump iperf3 iputils-ping procps psmisc
       wireguard-tools wireguard-go openvpn openssl clang llvm libbpf-dev
       nginx chromium curl    # the suite's web application: server, browser, --check loader
-      fonts-dejavu-core)     # the text of the bench report's plots
+      fonts-dejavu-core      # the text of the bench report's plots
+      dpkg-dev binutils      # scripts/package.sh: cargo-deb's $auto (dpkg-shlibdeps) and --strip
+      systemd man-db)        # the package test: systemd-analyze verify (and its man: checks)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

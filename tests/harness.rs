@@ -46,6 +46,14 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// Writes a daemon config with mode 0600 (`run` refuses one group/others can access).
+pub fn write_private(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .unwrap_or_else(|e| panic!("chmod 600 {}: {e}", path.display()));
+}
+
 /// Deterministic pseudo-random payload of `len` bytes (seeded), for sha256-checked transfers.
 pub fn payload(len: usize, seed: u64) -> Vec<u8> {
     use rand::{RngCore, SeedableRng};

@@ -232,7 +232,7 @@ fn start_waiting(
     pep: bool,
 ) -> Daemon {
     let conf: PathBuf = topo.tmpdir().join(format!("{name}.conf"));
-    std::fs::write(&conf, text).unwrap();
+    starpep_tests::write_private(&conf, text);
     let path = bin_path(bin);
     let mut proc = topo
         .spawn(

@@ -76,10 +76,11 @@ pub fn pop_conf(k: &Keys, box_public: &str, extra: &str) -> String {
     )
 }
 
-/// Writes `text` as `<dir>/<iface>.conf` (the daemon names the interface after the file).
+/// Writes `text` as `<dir>/<iface>.conf`, mode 0600 (the daemon names the interface after the
+/// file and refuses one group/others can access).
 pub fn write_conf(topo: &Topology, iface: &str, text: &str) -> PathBuf {
     let p = topo.tmpdir().join(format!("{iface}.conf"));
-    std::fs::write(&p, text).unwrap();
+    starpep_tests::write_private(&p, text);
     p
 }
 

@@ -1,7 +1,8 @@
 //! Configuration: wg-quick syntax (strict, file:line:key errors) parsed into typed structs (pure).
 //!
 //! `parse` turns text into a [`Config`] or every error of the file; `load` adds the file read;
-//! `interface_name` derives the TUN name from the file name as wg-quick does. The syntax and every
+//! `interface_name` derives the TUN name from the file name as wg-quick does; `check_private`
+//! refuses a file mode that lets group/others at the private key. The syntax and every
 //! key are documented in `configs/README.md`.
 
 mod error;
@@ -11,6 +12,7 @@ mod model;
 mod parse;
 mod pep;
 mod pep_parse;
+mod perms;
 mod sections;
 mod starpep;
 mod starpep_parse;
@@ -36,6 +38,7 @@ pub use keys::{Key, KeyError, PresharedKey, PrivateKey, PublicKey};
 pub use model::{Config, Endpoint, Interface, Peer, Table};
 pub use parse::parse;
 pub use pep::{BypassRule, Congestion, Pep, PepMode, TunnelMode};
+pub use perms::{check_private, PermsError, GROUP_OTHER_BITS};
 pub use starpep::{ProbeWindow, Reconfig, Starpep, WindowControl};
 
 /// Reads and parses a file; errors name the path as given. A read failure is one error (line 0, `-`).

@@ -25,6 +25,7 @@ pub enum Command {
     /// Run the daemon in the foreground for a wg-quick style config (the interface is named after
     /// the file: box.conf → box).
     Run {
+        /// The config file, NAME.conf; mode 0600 (a file group/others can access is refused).
         #[arg(short = 'c', long = "config")]
         config: PathBuf,
         /// More log output (-v debug, -vv trace).
@@ -57,10 +58,15 @@ pub enum Command {
 }
 
 impl Cli {
+    /// The clap command of `role`'s binary (its name and description): what `parse_for` parses,
+    /// and what the man pages and shell completions are generated from.
+    pub fn command_for(role: Role) -> clap::Command {
+        Cli::command().name(role.binary()).about(role.about())
+    }
+
     /// Parses the process arguments under the binary name and description of `role`.
     pub fn parse_for(role: Role) -> Cli {
-        let cmd = Cli::command().name(role.binary()).about(role.about());
-        let matches = cmd.get_matches();
+        let matches = Cli::command_for(role).get_matches();
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
 
@@ -91,6 +97,9 @@ fn execute(role: Role, cli: Cli) -> Result<(), DaemonError> {
         Command::Run { config, .. } => run::run_with(role, &config, &crate::proxy::daemon::attach),
         Command::Check { config } => {
             let plan = run::validate(role, &config)?;
+            if let Err(e) = run::check_perms(&config) {
+                eprintln!("{}: warning: {e}: `run` refuses it", role.binary());
+            }
             println!(
                 "{}: ok (interface {}, {} peer(s))",
                 config.display(),

@@ -61,4 +61,7 @@ pub enum DaemonError {
     Hook(&'static str, crate::io::IoError),
     #[error("{0}")]
     Usage(String),
+    /// `run` refuses a config file group/others can access.
+    #[error("refusing to run: {0}")]
+    Perms(#[from] crate::config::PermsError),
 }

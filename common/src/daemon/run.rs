@@ -1,7 +1,8 @@
 //! `run`: bring the interface up in a safe order, run until SIGINT/SIGTERM, tear it all down.
 //!
-//! Order: parse and validate, resolve endpoints, bind the UDP and control sockets (nothing in
-//! the system changes until all of that worked), then PreUp, TUN, addresses/MTU/routes/rules,
+//! Order: refuse a config group/others can access ([`check_perms`]), parse and validate, resolve
+//! endpoints, bind the UDP and control sockets (nothing in the system changes until all of that
+//! worked), then PreUp, TUN, addresses/MTU/routes/rules,
 //! PostUp. A failure after that point undoes what was done. Shutdown: PreDown, stop the data
 //! path, close the TUN (its routes go with it), remove the rules, PostDown.
 //!
@@ -37,6 +38,16 @@ pub fn validate(role: Role, path: &Path) -> Result<Plan, DaemonError> {
     plan(role, &iface, &cfg, |e| e.resolve()).map_err(|v| DaemonError::Config(v.join("\n")))
 }
 
+/// Refuses a config file that group/others can access (it holds the private key). A file that
+/// cannot be stat'ed is left to [`validate`]'s read to report.
+pub fn check_perms(path: &Path) -> Result<(), DaemonError> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(md) => Ok(config::check_private(path, md.mode())?),
+        Err(_) => Ok(()),
+    }
+}
+
 /// What an [`Attach`] function sees of the interface it runs on.
 pub struct UpContext<'a> {
     pub role: Role,
@@ -69,6 +80,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
 
 /// [`run`] with `attach` started on top of the running tunnel.
 pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonError> {
+    check_perms(path)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while shutting down exits at once (status 1).
@@ -202,4 +214,31 @@ fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn run_refuses_a_config_group_or_others_can_read_and_names_the_fix() {
+        let dir = std::env::temp_dir().join(format!("starpep-perms-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("wg7.conf");
+        std::fs::write(&f, "[Interface]\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let e = check_perms(&f).unwrap_err().to_string();
+        assert!(e.starts_with("refusing to run: "), "{e}");
+        assert!(e.contains(&format!("{}: mode 0640", f.display())), "{e}");
+        assert!(e.contains(&format!("chmod 600 {}", f.display())), "{e}");
+        // `run` stops there: the perms error comes before the config's own errors.
+        let e = run(Role::Pop, &f).unwrap_err().to_string();
+        assert!(e.contains("mode 0640"), "{e}");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(check_perms(&f).is_ok());
+        // A missing file is left to the config read to report.
+        assert!(check_perms(&dir.join("missing.conf")).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

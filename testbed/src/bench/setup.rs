@@ -228,6 +228,8 @@ pub(crate) fn start_daemon(
         text
     };
     std::fs::write(&conf, text)?;
+    // The shipped file's mode is git's (0644): `run` refuses a config group/others can access.
+    std::fs::set_permissions(&conf, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     let bin = sibling_bin(bin)?;
     let mut p = topo.spawn(
         node,

@@ -194,6 +194,11 @@ pub fn up_at(topo: &Topology, setup: Setup, pos: Position, tag: &str) -> anyhow:
                     fk.private, nk.public
                 ),
             )?;
+            // `run` refuses a config group/others can access.
+            std::fs::set_permissions(
+                &far_conf,
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            )?;
             let near_conf = dir.join(format!("{ni}.conf"));
             std::fs::write(
                 &near_conf,
@@ -202,6 +207,11 @@ pub fn up_at(topo: &Topology, setup: Setup, pos: Position, tag: &str) -> anyhow:
                      [Peer]\nPublicKey = {}\nEndpoint = {endpoint}\nAllowedIPs = {near_allowed}\n",
                     nk.private, fk.public
                 ),
+            )?;
+            // `run` refuses a config group/others can access.
+            std::fs::set_permissions(
+                &near_conf,
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
             )?;
             let far_p = daemon(topo, far, &sibling_bin("starpep-pop")?, &far_conf, &fi)?;
             let near_p = daemon(topo, near, &client, &near_conf, &ni)?;
