@@ -328,6 +328,9 @@ enum JumpState {
     Done,
 }
 
+/// A retreat paces at no less than the jump's rate over this.
+pub const RETREAT_FLOOR: u64 = 4;
+
 /// What the satellite socket's pacing cap becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JumpAction {
@@ -370,7 +373,8 @@ impl Jump {
 
     /// One look at the socket. The jump is validated once its window was acknowledged, or two
     /// RTTs after the first acknowledgement (the application had less to send), without loss;
-    /// a loss before that retreats to the delivery rate for two RTTs, then releases.
+    /// a loss before that retreats to the delivery rate (at least a quarter of the jump's) for
+    /// two RTTs, then releases.
     pub fn on_sample(&mut self, now: Duration, s: &JumpSample) -> JumpAction {
         if s.bytes_acked > 0 && self.started.is_none() {
             self.started = Some(now);
@@ -379,7 +383,11 @@ impl Jump {
         match self.state {
             JumpState::Done => JumpAction::Keep,
             JumpState::Unvalidated if s.lost > 0 => {
-                let rate = s.delivery_rate.clamp(1, self.pacing);
+                // Never below a quarter of the jump's rate: the kernel spaces each packet by
+                // its length over the rate when it is sent, and a later, higher rate does not
+                // take back a gap already scheduled (one segment at a few bytes/s would stall the
+                // flow for minutes). A delivery rate of 0 says nothing yet.
+                let rate = s.delivery_rate.clamp(self.pacing / RETREAT_FLOOR, self.pacing);
                 self.state = JumpState::Retreat {
                     until: now + 2 * srtt,
                 };

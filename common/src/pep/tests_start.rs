@@ -214,9 +214,14 @@ fn loss_before_validation_retreats_to_the_delivery_rate_then_releases() {
     assert_eq!(j.on_sample(ms(600), &sample(50_000, 4, 200_000)), JumpAction::Pace(200_000));
     assert_eq!(j.on_sample(ms(1599), &sample(90_000, 9, 300_000)), JumpAction::Keep);
     assert_eq!(j.on_sample(ms(1600), &sample(90_000, 9, 300_000)), JumpAction::Release);
-    // A delivery rate above the jump's never raises the pacing.
+    // A delivery rate above the jump's never raises the pacing, and none (or a tiny one) never
+    // paces below a quarter of it.
     let mut j = a_jump();
     assert_eq!(j.on_sample(ms(1), &sample(1, 1, u64::MAX)), JumpAction::Pace(1_250_000));
+    for low in [0, 1, 1000] {
+        let mut j = a_jump();
+        assert_eq!(j.on_sample(ms(1), &sample(0, 1, low)), JumpAction::Pace(1_250_000 / RETREAT_FLOOR));
+    }
 }
 
 /// A closed loop on a virtual clock: a sender that starts with `iw` segments, doubles its
