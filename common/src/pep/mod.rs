@@ -14,8 +14,8 @@ pub mod nft;
 pub mod plan;
 pub mod relay;
 pub mod routes;
-pub mod start;
 pub mod starpep;
+pub mod start;
 pub mod tcpinfo;
 pub mod tenants;
 
@@ -32,7 +32,7 @@ pub use bbrinfo::BbrInfo;
 pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChange};
 pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
 pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
-pub use start::{Jump, JumpAction, JumpSample, PathKey, StartParams, StartPlan, Starts};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};
+pub use start::{Jump, JumpAction, JumpSample, PathKey, StartParams, StartPlan, Starts};
 pub use tcpinfo::{SegmentInfo, TcpInfo};
 pub use tenants::{CapChange, CapStep, CapSync, SetOps, Tenant, TenantCaps, TenantMap};

@@ -90,7 +90,10 @@ pub fn route_prefix(family: &str, line: &str) -> Option<ipnet::IpNet> {
     if let Ok(n) = first.parse::<ipnet::IpNet>() {
         return Some(n);
     }
-    first.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from)
+    first
+        .parse::<std::net::IpAddr>()
+        .ok()
+        .map(ipnet::IpNet::from)
 }
 
 /// The route's identity in a change (its arguments without `initcwnd`).
@@ -122,13 +125,19 @@ mod tests {
         let p = |f, l| route_prefix(f, l).map(|n| n.to_string());
         assert_eq!(p("-4", "default via 10.0.0.1 "), Some("0.0.0.0/0".into()));
         assert_eq!(p("-6", "default metric 1024"), Some("::/0".into()));
-        assert_eq!(p("-4", "10.1.0.0/24 scope link"), Some("10.1.0.0/24".into()));
+        assert_eq!(
+            p("-4", "10.1.0.0/24 scope link"),
+            Some("10.1.0.0/24".into())
+        );
         assert_eq!(p("-4", "10.8.0.2 scope link"), Some("10.8.0.2/32".into()));
         assert_eq!(p("-4", "unreachable 10.0.0.0/8"), None);
         let a = initcwnd_change("-4", "10.1.0.0/24 scope link initcwnd 40", "t", 90).unwrap();
         let b = initcwnd_change("-4", "10.1.0.0/24 scope link", "t", 12).unwrap();
         assert_eq!(route_key(&a), route_key(&b));
-        assert_eq!(route_key(&a), "-4 route change 10.1.0.0/24 scope link dev t");
+        assert_eq!(
+            route_key(&a),
+            "-4 route change 10.1.0.0/24 scope link dev t"
+        );
     }
 
     #[test]

@@ -194,8 +194,12 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
         }
         let st = self.paths.entry(path.clone()).or_default();
         st.flows.insert(flow, FlowRate { rate, rtt, at: now });
-        let busy = st.flows.values().filter(|f| now.saturating_sub(f.at) <= FRESH);
-        let (sum, min_rtt) = busy.fold((0.0, Duration::MAX), |(s, r), f| (s + f.rate, r.min(f.rtt)));
+        let busy = st
+            .flows
+            .values()
+            .filter(|f| now.saturating_sub(f.at) <= FRESH);
+        let (sum, min_rtt) =
+            busy.fold((0.0, Duration::MAX), |(s, r), f| (s + f.rate, r.min(f.rtt)));
         st.last = Some(FlowRate {
             rate: sum,
             rtt: min_rtt,
@@ -213,8 +217,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     /// Forgets measurements older than [`MAX_AGE`] and flows that stopped reporting.
     pub fn expire(&mut self, now: Duration) {
         self.paths.retain(|_, st| {
-            st.flows
-                .retain(|_, f| now.saturating_sub(f.at) <= MAX_AGE);
+            st.flows.retain(|_, f| now.saturating_sub(f.at) <= MAX_AGE);
             st.last.is_some_and(|l| now.saturating_sub(l.at) <= MAX_AGE)
         });
     }
@@ -241,29 +244,48 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
             Some(ph) => {
                 let at = ph.at(now);
                 if at.phase != super::starpep::Phase::Steady {
-                    return StartPlan { busy, ..StartPlan::DEFAULT };
+                    return StartPlan {
+                        busy,
+                        ..StartPlan::DEFAULT
+                    };
                 }
                 ph.schedule.and_then(|s| s.prev_instant(now))
             }
             None => None,
         };
         let (link, share, source) = match (measured, self.p.configured) {
-            (Some(m), _) if last_instant.is_none_or(|t| m.at >= t) => {
-                (Link { rate: m.rate, rtt: m.rtt }, 1.0, Source::Measured)
-            }
+            (Some(m), _) if last_instant.is_none_or(|t| m.at >= t) => (
+                Link {
+                    rate: m.rate,
+                    rtt: m.rtt,
+                },
+                1.0,
+                Source::Measured,
+            ),
             (Some(m), _) => (
-                Link { rate: m.rate, rtt: m.rtt },
+                Link {
+                    rate: m.rate,
+                    rtt: m.rtt,
+                },
                 UNVALIDATED_SHARE,
                 Source::Stale,
             ),
             (None, Some(c)) => (c, UNVALIDATED_SHARE, Source::Configured),
-            (None, None) => return StartPlan { busy, ..StartPlan::DEFAULT },
+            (None, None) => {
+                return StartPlan {
+                    busy,
+                    ..StartPlan::DEFAULT
+                }
+            }
         };
         let rate = link.rate * share / (busy as f64 + 1.0);
         let window = rate * link.rtt.as_secs_f64();
         let segs = (window / self.p.mss.max(1) as f64).min(MAX_INIT_CWND as f64) as u32;
         if segs <= KERNEL_INIT_CWND {
-            return StartPlan { busy, ..StartPlan::DEFAULT };
+            return StartPlan {
+                busy,
+                ..StartPlan::DEFAULT
+            };
         }
         // Paced at the rate the window assumes: the jump spreads over one RTT instead of
         // bursting at line rate into the link's buffer.
@@ -284,7 +306,11 @@ pub const ROUTE_RAISE_GAP: Duration = Duration::from_secs(1);
 
 /// Whether a path's routes, last set to `last` (value, when), should be set to `want` at
 /// `now`: a change of more than an eighth, at once when it lowers the window.
-pub fn route_update(last: Option<(Option<u32>, Duration)>, want: Option<u32>, now: Duration) -> bool {
+pub fn route_update(
+    last: Option<(Option<u32>, Duration)>,
+    want: Option<u32>,
+    now: Duration,
+) -> bool {
     let (had, at) = last.unwrap_or((None, Duration::ZERO));
     let lower = match (had, want) {
         (a, b) if a == b => return false,
@@ -324,7 +350,9 @@ enum JumpState {
     /// The jump is in flight and not yet confirmed by the link.
     Unvalidated,
     /// Loss before validation: paced at the measured delivery rate until `until`.
-    Retreat { until: Duration },
+    Retreat {
+        until: Duration,
+    },
     Done,
 }
 
@@ -387,7 +415,9 @@ impl Jump {
                 // its length over the rate when it is sent, and a later, higher rate does not
                 // take back a gap already scheduled (one segment at a few bytes/s would stall the
                 // flow for minutes). A delivery rate of 0 says nothing yet.
-                let rate = s.delivery_rate.clamp(self.pacing / RETREAT_FLOOR, self.pacing);
+                let rate = s
+                    .delivery_rate
+                    .clamp(self.pacing / RETREAT_FLOOR, self.pacing);
                 self.state = JumpState::Retreat {
                     until: now + 2 * srtt,
                 };

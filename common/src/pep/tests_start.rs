@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::start::*;
 use super::starpep::Phases;
+use super::start::*;
 use crate::reconfig::ReconfigSchedule;
 
 const MSS: u32 = 1400;
@@ -64,12 +64,21 @@ fn a_configured_link_gives_half_its_bdp_paced_at_half_its_rate() {
     let segs = (geo().bdp() * UNVALIDATED_SHARE / MSS as f64) as u32;
     assert_eq!(p.init_cwnd, Some(segs));
     let pace = p.pacing.unwrap() as f64;
-    assert!((pace / (geo().rate * UNVALIDATED_SHARE) - 1.0).abs() < 0.01, "{pace}");
+    assert!(
+        (pace / (geo().rate * UNVALIDATED_SHARE) - 1.0).abs() < 0.01,
+        "{pace}"
+    );
 }
 
 #[test]
 fn a_measured_path_gives_a_lone_flow_the_whole_bdp_and_a_second_flow_half() {
-    let mut s = starts(Some(Link { rate: 12.5e6, rtt: ms(600) }), no_schedule());
+    let mut s = starts(
+        Some(Link {
+            rate: 12.5e6,
+            rtt: ms(600),
+        }),
+        no_schedule(),
+    );
     // One busy flow measures 1.25 MB/s over 500 ms: the configured 100 Mbit/s no longer counts.
     for t in (0..5).map(|k| ms(1000 * k)) {
         s.on_sample(&7, 1, t, 1.25e6, ms(500));
@@ -135,7 +144,7 @@ fn a_small_bdp_is_the_kernels_default_and_a_huge_one_is_capped() {
 
 /// 12:00:00 UTC on some day, as UNIX time (a multiple of the minute).
 fn minute() -> Duration {
-    Duration::from_secs(1_780_000_020 - 1_780_000_020 % 60)
+    Duration::from_secs(29_666_667 * 60)
 }
 
 #[test]
@@ -147,12 +156,20 @@ fn around_a_reconfiguration_a_leo_path_starts_from_the_kernels_default() {
     s.on_end(&0, 1);
     assert_eq!(s.plan(&0, t_k - ms(101)).source, Source::Measured);
     for t in [t_k - ms(100), t_k, t_k + ms(199), t_k + ms(499)] {
-        assert_eq!(s.plan(&0, t).source, Source::Default, "at T_k{:+?}", t.as_millis() as i64 - t_k.as_millis() as i64);
+        assert_eq!(
+            s.plan(&0, t).source,
+            Source::Default,
+            "at T_k{:+?}",
+            t.as_millis() as i64 - t_k.as_millis() as i64
+        );
     }
     // After the recover phase the path is the new one: the old measurement is stale (half).
     let after = s.plan(&0, t_k + ms(500));
     assert_eq!(after.source, Source::Stale);
-    assert_eq!(after.init_cwnd, Some((10e6 * 0.040 * 0.5 / MSS as f64) as u32));
+    assert_eq!(
+        after.init_cwnd,
+        Some((10e6 * 0.040 * 0.5 / MSS as f64) as u32)
+    );
     // Measured again on the new path: the whole share again.
     s.on_sample(&0, 2, t_k + ms(900), 10e6, ms(40));
     s.on_end(&0, 2);
@@ -193,34 +210,67 @@ fn a_jump() -> Jump {
 fn a_jump_is_validated_by_its_window_acknowledged() {
     let mut j = a_jump();
     assert_eq!(j.on_sample(ms(0), &sample(0, 0, 0)), JumpAction::Keep);
-    assert_eq!(j.on_sample(ms(600), &sample(100_000, 0, 1_000_000)), JumpAction::Keep);
-    assert_eq!(j.on_sample(ms(900), &sample(700_000, 0, 1_200_000)), JumpAction::Release);
+    assert_eq!(
+        j.on_sample(ms(600), &sample(100_000, 0, 1_000_000)),
+        JumpAction::Keep
+    );
+    assert_eq!(
+        j.on_sample(ms(900), &sample(700_000, 0, 1_200_000)),
+        JumpAction::Release
+    );
     assert!(j.done());
-    assert_eq!(j.on_sample(ms(950), &sample(800_000, 3, 1)), JumpAction::Keep);
+    assert_eq!(
+        j.on_sample(ms(950), &sample(800_000, 3, 1)),
+        JumpAction::Keep
+    );
 }
 
 #[test]
 fn a_short_flows_jump_is_validated_two_rtts_after_its_first_ack() {
     let mut j = a_jump();
-    assert_eq!(j.on_sample(ms(500), &sample(20_000, 0, 1)), JumpAction::Keep);
-    assert_eq!(j.on_sample(ms(1499), &sample(20_000, 0, 1)), JumpAction::Keep);
-    assert_eq!(j.on_sample(ms(1500), &sample(20_000, 0, 1)), JumpAction::Release);
+    assert_eq!(
+        j.on_sample(ms(500), &sample(20_000, 0, 1)),
+        JumpAction::Keep
+    );
+    assert_eq!(
+        j.on_sample(ms(1499), &sample(20_000, 0, 1)),
+        JumpAction::Keep
+    );
+    assert_eq!(
+        j.on_sample(ms(1500), &sample(20_000, 0, 1)),
+        JumpAction::Release
+    );
 }
 
 #[test]
 fn loss_before_validation_retreats_to_the_delivery_rate_then_releases() {
     let mut j = a_jump();
     j.on_sample(ms(0), &sample(0, 0, 0));
-    assert_eq!(j.on_sample(ms(600), &sample(50_000, 4, 200_000)), JumpAction::Pace(200_000));
-    assert_eq!(j.on_sample(ms(1599), &sample(90_000, 9, 300_000)), JumpAction::Keep);
-    assert_eq!(j.on_sample(ms(1600), &sample(90_000, 9, 300_000)), JumpAction::Release);
+    assert_eq!(
+        j.on_sample(ms(600), &sample(50_000, 4, 400_000)),
+        JumpAction::Pace(400_000)
+    );
+    assert_eq!(
+        j.on_sample(ms(1599), &sample(90_000, 9, 300_000)),
+        JumpAction::Keep
+    );
+    assert_eq!(
+        j.on_sample(ms(1600), &sample(90_000, 9, 300_000)),
+        JumpAction::Release
+    );
     // A delivery rate above the jump's never raises the pacing, and none (or a tiny one) never
     // paces below a quarter of it.
     let mut j = a_jump();
-    assert_eq!(j.on_sample(ms(1), &sample(1, 1, u64::MAX)), JumpAction::Pace(1_250_000));
+    assert_eq!(
+        j.on_sample(ms(1), &sample(1, 1, u64::MAX)),
+        JumpAction::Pace(1_250_000)
+    );
     for low in [0, 1, 1000] {
         let mut j = a_jump();
-        assert_eq!(j.on_sample(ms(1), &sample(0, 1, low)), JumpAction::Pace(1_250_000 / RETREAT_FLOOR));
+        assert_eq!(
+            j.on_sample(ms(1), &sample(0, 1, low)),
+            JumpAction::Pace(1_250_000 / RETREAT_FLOOR)
+        );
     }
 }
 
@@ -242,7 +292,11 @@ fn transfer(size: f64, iw: u32, pacing: Option<f64>, link_rate: f64, rtt: f64) -
         dropped += lost;
         sent += burst - lost;
         t += rtt.max(burst / link_rate);
-        cwnd = if lost > 0.0 { (burst - lost).max(cwnd / 2.0) } else { cwnd * 2.0 };
+        cwnd = if lost > 0.0 {
+            (burst - lost).max(cwnd / 2.0)
+        } else {
+            cwnd * 2.0
+        };
     }
     (t + rtt, dropped)
 }
@@ -266,11 +320,24 @@ fn in_a_closed_loop_the_plan_saves_the_slow_start_and_a_wrong_rate_stays_bounded
         rtt,
     );
     assert_eq!(lost, 0.0);
-    assert!(measured <= 1.3 * ideal, "measured start {measured:.2} s, ideal {ideal:.2} s");
-    assert!(kernel > 1.5 * measured, "kernel start {kernel:.2} s vs {measured:.2} s");
+    assert!(
+        measured <= 1.3 * ideal,
+        "measured start {measured:.2} s, ideal {ideal:.2} s"
+    );
+    assert!(
+        kernel > 1.5 * measured,
+        "kernel start {kernel:.2} s vs {measured:.2} s"
+    );
     // A configuration 10× too high: the unvalidated half-BDP jump, paced at half the wrong
     // rate, overfills the buffer once; the flow still beats the kernel's start.
-    let wrong = starts(Some(Link { rate: 12.5e6, rtt: ms(600) }), no_schedule()).plan(&0, ms(1));
+    let wrong = starts(
+        Some(Link {
+            rate: 12.5e6,
+            rtt: ms(600),
+        }),
+        no_schedule(),
+    )
+    .plan(&0, ms(1));
     let (t_wrong, lost) = transfer(
         size,
         wrong.init_cwnd.unwrap(),
@@ -278,20 +345,42 @@ fn in_a_closed_loop_the_plan_saves_the_slow_start_and_a_wrong_rate_stays_bounded
         geo().rate,
         rtt,
     );
-    assert!(lost > 0.0, "a 10× jump must overflow this buffer in the model");
-    assert!(t_wrong < kernel, "wrong rate {t_wrong:.2} s vs kernel {kernel:.2} s");
+    assert!(
+        lost > 0.0,
+        "a 10× jump must overflow this buffer in the model"
+    );
+    assert!(
+        t_wrong < kernel,
+        "wrong rate {t_wrong:.2} s vs kernel {kernel:.2} s"
+    );
 }
 
 #[test]
 fn routes_lower_at_once_and_rise_at_most_once_a_second() {
     let t = ms(10_000);
     assert!(!route_update(None, None, t));
-    assert!(route_update(None, Some(400), t), "the first plan applies at once");
-    assert!(!route_update(Some((Some(400), t)), Some(420), t + ms(5000)), "within an eighth");
-    assert!(route_update(Some((Some(400), t)), Some(200), t + ms(1)), "lower: at once");
-    assert!(route_update(Some((Some(400), t)), None, t + ms(1)), "default: at once");
+    assert!(
+        route_update(None, Some(400), t),
+        "the first plan applies at once"
+    );
+    assert!(
+        !route_update(Some((Some(400), t)), Some(420), t + ms(5000)),
+        "within an eighth"
+    );
+    assert!(
+        route_update(Some((Some(400), t)), Some(200), t + ms(1)),
+        "lower: at once"
+    );
+    assert!(
+        route_update(Some((Some(400), t)), None, t + ms(1)),
+        "default: at once"
+    );
     assert!(!route_update(Some((Some(200), t)), Some(400), t + ms(999)));
-    assert!(route_update(Some((Some(200), t)), Some(400), t + ROUTE_RAISE_GAP));
+    assert!(route_update(
+        Some((Some(200), t)),
+        Some(400),
+        t + ROUTE_RAISE_GAP
+    ));
     assert!(!route_update(Some((None, t)), Some(400), t + ms(999)));
 }
 
@@ -312,5 +401,8 @@ fn a_flows_path_is_its_peer_at_the_pop_and_the_tunnel_at_the_box() {
     let a = |s: &str| s.parse().unwrap();
     assert_eq!(PathKey::of(&pop, a("10.3.0.9")), Some(PathKey::Peer(1)));
     assert_eq!(PathKey::of(&pop, a("192.0.2.1")), None);
-    assert_eq!(PathKey::of(&TenantMap::default(), a("10.1.0.2")), Some(PathKey::All));
+    assert_eq!(
+        PathKey::of(&TenantMap::default(), a("10.1.0.2")),
+        Some(PathKey::All)
+    );
 }

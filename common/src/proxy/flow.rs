@@ -12,8 +12,8 @@ use tracing::Instrument;
 use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo};
 
 use super::control::FlowControl;
-use super::start::{FlowStart, JUMP_CHECK};
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
+use super::start::{FlowStart, JUMP_CHECK};
 use super::state::Shared;
 use super::{sockopt, sys};
 

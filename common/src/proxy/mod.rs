@@ -172,7 +172,10 @@ impl Pep {
             intercept_rx,
         )));
         tasks.push(tokio::spawn(cap_task(shared.clone(), net.clone())));
-        tasks.push(tokio::spawn(start::routes_task(shared.clone(), net.clone())));
+        tasks.push(tokio::spawn(start::routes_task(
+            shared.clone(),
+            net.clone(),
+        )));
         Ok(PepHandle {
             shared,
             net,

@@ -224,7 +224,10 @@ impl NetCfg {
         n.nft_applied = true;
         if let Some(cwnd) = plan.init_cwnd {
             let n_routes = n.set_initcwnd(None, Some(cwnd));
-            tracing::info!("InitCwnd {cwnd} on {n_routes} routes of {:?}", n.satellite_devs);
+            tracing::info!(
+                "InitCwnd {cwnd} on {n_routes} routes of {:?}",
+                n.satellite_devs
+            );
         }
         Ok(n)
     }

@@ -10,9 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::pep::start::{busy, route_update};
-use crate::pep::{
-    FlowId, Jump, JumpAction, JumpSample, PathKey, StartPlan, Starts, Tenant,
-};
+use crate::pep::{FlowId, Jump, JumpAction, JumpSample, PathKey, StartPlan, Starts, Tenant};
 
 use super::control::{info, FlowControl};
 use super::netcfg::NetCfg;
@@ -102,7 +100,12 @@ pub struct FlowStart {
 impl FlowStart {
     /// At connect: the flow's plan, and its jump's pacing on the satellite socket `sat`.
     /// `None` when careful resume is off or the flow's client belongs to no path.
-    pub fn begin(shared: &Shared, sat: &socket2::Socket, client: std::net::IpAddr, id: FlowId) -> Option<FlowStart> {
+    pub fn begin(
+        shared: &Shared,
+        sat: &socket2::Socket,
+        client: std::net::IpAddr,
+        id: FlowId,
+    ) -> Option<FlowStart> {
         let starts = shared.starts.as_ref()?;
         let path = PathKey::of(&shared.plan.tenants, client)?;
         let now = shared.clock.now();
@@ -161,7 +164,10 @@ impl FlowStart {
     /// path if the flow kept the link busy (StarPEP's estimate where the flow is controlled,
     /// else the kernel's non-application-limited delivery rate).
     pub fn sample(&mut self, shared: &Shared, io: &FlowIo, control: Option<&FlowControl>) {
-        let (Some(starts), Some(i)) = (shared.starts.as_ref(), info(io.sock(shared.plan.satellite_side).get_ref())) else {
+        let (Some(starts), Some(i)) = (
+            shared.starts.as_ref(),
+            info(io.sock(shared.plan.satellite_side).get_ref()),
+        ) else {
             return;
         };
         let now = shared.clock.now();

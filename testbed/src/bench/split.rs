@@ -200,7 +200,9 @@ fn one(args: &SplitArgs, profile: &Path, setup: Setup, start: Start) -> anyhow::
                 let bulk = s.spawn(|| download(topo, srv, other, END_HOST_CC));
                 std::thread::sleep(BUSY_LEAD);
                 let took = download(topo, srv, args.bytes, END_HOST_CC);
-                let bulk = bulk.join().map_err(|_| anyhow::anyhow!("bulk download panicked"))?;
+                let bulk = bulk
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("bulk download panicked"))?;
                 bulk.context("the other, bulk download")?;
                 took
             });

@@ -230,10 +230,10 @@ impl Controller {
         self.next
     }
 
-    /// What this flow measured of its satellite segment once its estimate filled: its delivery
-    /// rate (bytes/s, limited intervals left out) and the segment's base RTT.
+    /// What this flow measured of its satellite segment: its delivery rate (bytes/s, limited
+    /// intervals left out; during its startup a lower bound) and the segment's base RTT.
     pub fn measured(&self) -> Option<(f64, Duration)> {
-        self.rate.filled().then(|| self.rate.get()).flatten().zip(self.base.get())
+        self.rate.get().zip(self.base.get())
     }
 
     /// The window applied last (`None`: not controlled yet).
