@@ -129,10 +129,19 @@ fn pattern(i: usize) -> u8 {
     (i.wrapping_mul(2_654_435_761) >> 13) as u8
 }
 
-/// The download srv → pc; returns its duration (connect to last byte).
-fn download(topo: &Topology, srv: IpAddr, bytes: usize, cc: &str) -> anyhow::Result<Duration> {
-    let dst = SocketAddr::new(srv, 5401);
-    let any = SocketAddr::from(([0, 0, 0, 0], 5401));
+/// The server port of the measured downloads (the `busy` start's other flow uses the next).
+const PORT: u16 = 5401;
+
+/// The download srv → pc to `port`; returns its duration (connect to last byte).
+fn download(
+    topo: &Topology,
+    srv: IpAddr,
+    port: u16,
+    bytes: usize,
+    cc: &str,
+) -> anyhow::Result<Duration> {
+    let dst = SocketAddr::new(srv, port);
+    let any = SocketAddr::from(([0, 0, 0, 0], port));
     let c2 = cc.to_string();
     let l = topo.run_in(Node::Srv, move || cc_listener(any, &c2))??;
     let data: Vec<u8> = (0..bytes).map(pattern).collect();
@@ -197,9 +206,9 @@ fn one(args: &SplitArgs, profile: &Path, setup: Setup, start: Start) -> anyhow::
             let other = (rate / 8.0 * secs) as usize;
             let topo = &bed.topo;
             let took = std::thread::scope(|s| {
-                let bulk = s.spawn(|| download(topo, srv, other, END_HOST_CC));
+                let bulk = s.spawn(|| download(topo, srv, PORT + 1, other, END_HOST_CC));
                 std::thread::sleep(BUSY_LEAD);
-                let took = download(topo, srv, args.bytes, END_HOST_CC);
+                let took = download(topo, srv, PORT, args.bytes, END_HOST_CC);
                 let bulk = bulk
                     .join()
                     .map_err(|_| anyhow::anyhow!("bulk download panicked"))?;
@@ -223,7 +232,7 @@ pub(crate) fn download_times(
     let srv = bed.srv_addr();
     let took = sizes
         .iter()
-        .map(|&b| download(&bed.topo, srv, b, cc))
+        .map(|&b| download(&bed.topo, srv, PORT, b, cc))
         .collect::<anyhow::Result<Vec<_>>>()?;
     bed.stop();
     Ok(took)
