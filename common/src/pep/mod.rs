@@ -33,6 +33,8 @@ pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChan
 pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
 pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};
-pub use start::{Jump, JumpAction, JumpSample, PathKey, StartParams, StartPlan, Starts};
+pub use start::{
+    Jump, JumpAction, JumpSample, PathKey, RateSample, StartParams, StartPlan, Starts,
+};
 pub use tcpinfo::{SegmentInfo, TcpInfo};
 pub use tenants::{CapChange, CapStep, CapSync, SetOps, Tenant, TenantCaps, TenantMap};

@@ -148,8 +148,41 @@ impl StartParams {
     }
 }
 
+/// One busy flow's report to its path.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateSample {
+    /// What the flow estimates its satellite segment carries (bytes/s): StarPEP's R_down, or the
+    /// kernel's delivery rate. A filtered estimate remembers a flow's rate from before another
+    /// flow took its share, so two flows' estimates may each be the whole link.
+    pub capacity: f64,
+    /// What the flow delivered since its last report (bytes/s): the flows' deliveries add up.
+    pub delivered: f64,
+    /// The flow's base RTT.
+    pub rtt: Duration,
+}
+
+impl RateSample {
+    /// A flow whose estimate is what it delivered.
+    pub fn alone(rate: f64, rtt: Duration) -> RateSample {
+        RateSample {
+            capacity: rate,
+            delivered: rate,
+            rtt,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct FlowRate {
+    capacity: f64,
+    delivered: f64,
+    rtt: Duration,
+    at: Duration,
+}
+
+/// A path's aggregate: its rate (bytes/s), its least RTT, and when.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PathRate {
     rate: f64,
     rtt: Duration,
     at: Duration,
@@ -158,8 +191,17 @@ struct FlowRate {
 #[derive(Debug, Clone, Default, PartialEq)]
 struct PathState {
     flows: HashMap<u64, FlowRate>,
-    /// The path's last aggregate: the sum of its busy flows' rates, the least RTT, and when.
-    last: Option<FlowRate>,
+    /// The path's last aggregate: the larger of its busy flows' largest estimate and the sum
+    /// of what they delivered, the least RTT, and when.
+    last: Option<PathRate>,
+}
+
+impl PathState {
+    /// The flows that reported within [`FRESH`] of `now`: each takes a share.
+    fn busy(&self, now: Duration) -> u32 {
+        let fresh = |f: &&FlowRate| now.saturating_sub(f.at) <= FRESH;
+        self.flows.values().filter(fresh).count() as u32
+    }
 }
 
 /// Every path's memory.
@@ -186,23 +228,39 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
         self.paths.keys()
     }
 
-    /// A busy flow's satellite delivery rate (bytes/s, limited by the link, not by the PEP or
-    /// the application) and base RTT at `now`. Zero rates and RTTs are ignored.
-    pub fn on_sample(&mut self, path: &K, flow: u64, now: Duration, rate: f64, rtt: Duration) {
-        if !(rate.is_finite() && rate > 0.0) || rtt.is_zero() {
+    /// A busy flow's report (limited by the link, not by the PEP or the application) at `now`.
+    /// Zero or non-finite rates and zero RTTs are ignored.
+    ///
+    /// The path carries the larger of the largest single estimate (one flow that filled the
+    /// link measured it) and the sum of the deliveries (flows that share it): summing the
+    /// estimates would count the link once per flow whose filter still holds its solo rate.
+    pub fn on_sample(&mut self, path: &K, flow: u64, now: Duration, s: RateSample) {
+        let finite = |r: f64| r.is_finite() && r >= 0.0;
+        if !(finite(s.capacity) && finite(s.delivered) && s.capacity.max(s.delivered) > 0.0)
+            || s.rtt.is_zero()
+        {
             return;
         }
         let st = self.paths.entry(path.clone()).or_default();
-        st.flows.insert(flow, FlowRate { rate, rtt, at: now });
+        st.flows.insert(
+            flow,
+            FlowRate {
+                capacity: s.capacity,
+                delivered: s.delivered,
+                rtt: s.rtt,
+                at: now,
+            },
+        );
         let busy = st
             .flows
             .values()
             .filter(|f| now.saturating_sub(f.at) <= FRESH);
-        let (sum, min_rtt) =
-            busy.fold((0.0, Duration::MAX), |(s, r), f| (s + f.rate, r.min(f.rtt)));
-        st.last = Some(FlowRate {
-            rate: sum,
-            rtt: min_rtt,
+        let (top, sum, rtt) = busy.fold((0.0f64, 0.0, Duration::MAX), |(t, d, r), f| {
+            (t.max(f.capacity), d + f.delivered, r.min(f.rtt))
+        });
+        st.last = Some(PathRate {
+            rate: top.max(sum),
+            rtt,
             at: now,
         });
     }
@@ -225,12 +283,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     /// What a flow of `path` that starts at `now` gets.
     pub fn plan(&self, path: &K, now: Duration) -> StartPlan {
         let st = self.paths.get(path);
-        let busy = st.map_or(0, |s| {
-            s.flows
-                .values()
-                .filter(|f| now.saturating_sub(f.at) <= FRESH)
-                .count() as u32
-        });
+        let busy = st.map_or(0, |s| s.busy(now));
         let measured = st
             .and_then(|s| s.last)
             .filter(|l| now.saturating_sub(l.at) <= MAX_AGE);

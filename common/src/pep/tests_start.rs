@@ -81,7 +81,7 @@ fn a_measured_path_gives_a_lone_flow_the_whole_bdp_and_a_second_flow_half() {
     );
     // One busy flow measures 1.25 MB/s over 500 ms: the configured 100 Mbit/s no longer counts.
     for t in (0..5).map(|k| ms(1000 * k)) {
-        s.on_sample(&7, 1, t, 1.25e6, ms(500));
+        s.on_sample(&7, 1, t, RateSample::alone(1.25e6, ms(500)));
     }
     let with_one = s.plan(&7, ms(4500));
     assert_eq!((with_one.source, with_one.busy), (Source::Measured, 1));
@@ -100,30 +100,62 @@ fn a_measured_path_gives_a_lone_flow_the_whole_bdp_and_a_second_flow_half() {
 #[test]
 fn busy_flows_rates_add_up_and_silent_ones_stop_counting() {
     let mut s = starts(None, no_schedule());
-    s.on_sample(&0, 1, ms(0), 0.6e6, ms(500));
-    s.on_sample(&0, 2, ms(100), 0.65e6, ms(520));
+    s.on_sample(&0, 1, ms(0), RateSample::alone(0.6e6, ms(500)));
+    s.on_sample(&0, 2, ms(100), RateSample::alone(0.65e6, ms(520)));
     let p = s.plan(&0, ms(200));
     assert_eq!(p.busy, 2);
     let share = 1.25e6 / 3.0 * 0.5;
     assert_eq!(p.init_cwnd, Some((share / MSS as f64) as u32));
     // Flow 1 falls silent (app-limited samples are not fed): after FRESH only flow 2 is busy.
-    s.on_sample(&0, 2, FRESH + ms(500), 1.25e6, ms(500));
+    s.on_sample(&0, 2, FRESH + ms(500), RateSample::alone(1.25e6, ms(500)));
     assert_eq!(s.plan(&0, FRESH + ms(500)).busy, 1);
+}
+
+#[test]
+fn two_flows_whose_filters_each_hold_the_whole_link_count_it_once() {
+    let mut s = starts(None, no_schedule());
+    // Flow 1 had the link alone; flow 2 jumped in: both filtered estimates say 1.25 MB/s, but
+    // each delivered half of it over the last second.
+    let half = |rtt| RateSample {
+        capacity: 1.25e6,
+        delivered: 0.625e6,
+        rtt,
+    };
+    s.on_sample(&0, 1, ms(1000), half(ms(500)));
+    s.on_sample(&0, 2, ms(1300), half(ms(510)));
+    s.on_end(&0, 1);
+    s.on_end(&0, 2);
+    let p = s.plan(&0, ms(1400));
+    assert_eq!((p.source, p.busy), (Source::Measured, 0));
+    assert_eq!(p.init_cwnd, Some((geo().bdp() / MSS as f64) as u32));
+    // Deliveries above every estimate (the estimates lag a rising link) still add up.
+    let mut s = starts(None, no_schedule());
+    for (f, t) in [(1, 1000), (2, 1100)] {
+        let r = RateSample {
+            capacity: 0.5e6,
+            delivered: 0.7e6,
+            rtt: ms(500),
+        };
+        s.on_sample(&0, f, ms(t), r);
+    }
+    let p = s.plan(&0, ms(1200));
+    assert_eq!(p.busy, 2);
+    assert_eq!(p.init_cwnd, Some((1.4e6 / 3.0 * 0.5 / MSS as f64) as u32));
 }
 
 #[test]
 fn zero_and_non_finite_samples_are_ignored() {
     let mut s = starts(None, no_schedule());
-    s.on_sample(&0, 1, ms(0), 0.0, ms(500));
-    s.on_sample(&0, 1, ms(0), f64::NAN, ms(500));
-    s.on_sample(&0, 1, ms(0), 1e6, Duration::ZERO);
+    s.on_sample(&0, 1, ms(0), RateSample::alone(0.0, ms(500)));
+    s.on_sample(&0, 1, ms(0), RateSample::alone(f64::NAN, ms(500)));
+    s.on_sample(&0, 1, ms(0), RateSample::alone(1e6, Duration::ZERO));
     assert_eq!(s.plan(&0, ms(10)).source, Source::Default);
 }
 
 #[test]
 fn a_measurement_expires_and_the_configuration_decides_again() {
     let mut s = starts(Some(geo()), no_schedule());
-    s.on_sample(&0, 1, ms(0), 2.5e6, ms(500));
+    s.on_sample(&0, 1, ms(0), RateSample::alone(2.5e6, ms(500)));
     s.on_end(&0, 1);
     assert_eq!(s.plan(&0, MAX_AGE).source, Source::Measured);
     assert_eq!(s.plan(&0, MAX_AGE + ms(1)).source, Source::Configured);
@@ -134,10 +166,10 @@ fn a_measurement_expires_and_the_configuration_decides_again() {
 #[test]
 fn a_small_bdp_is_the_kernels_default_and_a_huge_one_is_capped() {
     let mut s = starts(None, no_schedule());
-    s.on_sample(&0, 1, ms(0), 100e3, ms(100)); // 10 KB: below 10 segments
+    s.on_sample(&0, 1, ms(0), RateSample::alone(100e3, ms(100))); // 10 KB: below 10 segments
     assert_eq!(s.plan(&1, ms(1)).init_cwnd, None);
     assert_eq!(s.plan(&0, ms(1)).source, Source::Default);
-    s.on_sample(&2, 1, ms(0), 1e9, ms(600));
+    s.on_sample(&2, 1, ms(0), RateSample::alone(1e9, ms(600)));
     s.on_end(&2, 1);
     assert_eq!(s.plan(&2, ms(1)).init_cwnd, Some(MAX_INIT_CWND));
 }
@@ -152,7 +184,7 @@ fn around_a_reconfiguration_a_leo_path_starts_from_the_kernels_default() {
     let mut s = starts(None, starlink());
     let t_k = minute() + ms(12_000);
     // Measured well before T_k on a 40 ms path.
-    s.on_sample(&0, 1, t_k - ms(3000), 10e6, ms(40));
+    s.on_sample(&0, 1, t_k - ms(3000), RateSample::alone(10e6, ms(40)));
     s.on_end(&0, 1);
     assert_eq!(s.plan(&0, t_k - ms(101)).source, Source::Measured);
     for t in [t_k - ms(100), t_k, t_k + ms(199), t_k + ms(499)] {
@@ -171,7 +203,7 @@ fn around_a_reconfiguration_a_leo_path_starts_from_the_kernels_default() {
         Some((10e6 * 0.040 * 0.5 / MSS as f64) as u32)
     );
     // Measured again on the new path: the whole share again.
-    s.on_sample(&0, 2, t_k + ms(900), 10e6, ms(40));
+    s.on_sample(&0, 2, t_k + ms(900), RateSample::alone(10e6, ms(40)));
     s.on_end(&0, 2);
     assert_eq!(s.plan(&0, t_k + ms(1000)).source, Source::Measured);
 }
@@ -180,7 +212,7 @@ fn around_a_reconfiguration_a_leo_path_starts_from_the_kernels_default() {
 fn the_starlink_schedule_does_not_shape_a_geo_path() {
     let mut s = starts(None, starlink());
     let t_k = minute() + ms(12_000);
-    s.on_sample(&0, 1, t_k - ms(3000), 1.25e6, ms(500));
+    s.on_sample(&0, 1, t_k - ms(3000), RateSample::alone(1.25e6, ms(500)));
     s.on_end(&0, 1);
     for t in [t_k, t_k + ms(600)] {
         assert_eq!(s.plan(&0, t).source, Source::Measured);
@@ -309,7 +341,7 @@ fn in_a_closed_loop_the_plan_saves_the_slow_start_and_a_wrong_rate_stays_bounded
     let (kernel, _) = transfer(size, KERNEL_INIT_CWND, None, geo().rate, rtt);
     // A measured path (the lone flow gets the whole BDP, paced at the link rate).
     let mut s = starts(None, no_schedule());
-    s.on_sample(&0, 1, ms(0), geo().rate, geo().rtt);
+    s.on_sample(&0, 1, ms(0), RateSample::alone(geo().rate, geo().rtt));
     s.on_end(&0, 1);
     let p = s.plan(&0, ms(1));
     let (measured, lost) = transfer(

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::pep::start::{busy, route_update};
-use crate::pep::{FlowId, Jump, JumpAction, JumpSample, PathKey, StartPlan, Starts, Tenant};
+use crate::pep::{
+    FlowId, Jump, JumpAction, JumpSample, PathKey, RateSample, StartPlan, Starts, Tenant,
+};
 
 use super::control::{info, FlowControl};
 use super::netcfg::NetCfg;
@@ -184,7 +186,12 @@ impl FlowStart {
                 .zip(i.min_rtt_us.map(|us| Duration::from_micros(us as u64))),
         };
         if let Some((rate, rtt)) = measured.filter(|(r, _)| busy(delta, period, *r)) {
-            lock(starts).on_sample(&self.path, self.id, now, rate, rtt);
+            let s = RateSample {
+                capacity: rate,
+                delivered: delta as f64 / period.as_secs_f64().max(1e-3),
+                rtt,
+            };
+            lock(starts).on_sample(&self.path, self.id, now, s);
         }
     }
 
