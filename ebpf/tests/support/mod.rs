@@ -306,6 +306,16 @@ fn transfer(
     (sha(&got), samples)
 }
 
+/// One byte `client` -> `server` and back, so that each side has sent and acknowledged data.
+fn warm_up(client: &TcpStream, server: &TcpStream) {
+    let (mut c, mut s) = (client, server);
+    let mut b = [0u8; 1];
+    c.write_all(b"w").expect("warm-up send");
+    s.read_exact(&mut b).expect("warm-up receive");
+    s.write_all(&b).expect("warm-up echo");
+    c.read_exact(&mut b).expect("warm-up echo receive");
+}
+
 /// Two flows `snd` -> `rcv` (listening on `listen_ip`): the first limited to [`WINDOW`]
 /// through `rw`, the second without an entry. Checks data, the sender's window, the counters,
 /// the sender's checksum errors, and remove().
@@ -341,10 +351,22 @@ pub fn check_two_flows(rw: &mut WindowRewriter, snd: &str, rcv: &str, listen_ip:
     let csum_before = csum_errors(snd);
 
     rw.set(flow1.0, flow1.1, WINDOW, wscale).expect("set");
+    let unit = 1u32 << wscale;
+    // Until an ACK passes the rewriter, the sender still holds the handshake's window: one
+    // byte each way of warm-up makes the next ACK carry the limit, before sampling starts.
+    warm_up(c1, s1);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while snd_wnd(snd, c1) > WINDOW + unit {
+        assert!(
+            Instant::now() < deadline,
+            "the rewritten window never reached the sender: snd_wnd {}",
+            snd_wnd(snd, c1)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let data = payload(1);
     let (got, samples) = transfer(snd, c1, s1, &data);
     assert_eq!(got, sha(&data), "flow 1 data corrupted");
-    let unit = 1u32 << wscale;
     let last = snd_wnd(snd, c1);
     let max = samples.iter().copied().max().unwrap_or(0).max(last);
     assert!(
