@@ -247,6 +247,7 @@ fn a_tenfold_link_rate_collapses_no_flow_and_stalls_none() {
     // And the flow after them starts from what they measured.
     let (_, starts) = with_starts(&b, 5533, || download(&b, 5533, MB));
     let start = starts.first().expect("the third flow's start plan");
+    eprintln!("the third flow's start {start}");
     assert_eq!(start["source"], "measured", "{start}");
     let iw = start["init_cwnd"].as_u64().unwrap_or(0);
     assert!(

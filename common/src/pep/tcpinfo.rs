@@ -134,6 +134,16 @@ impl TcpInfo {
         })
     }
 
+    /// Bytes the peer has received: the cumulatively acknowledged ones and the SACKed segments
+    /// above a hole. `tcpi_bytes_acked` alone stalls during a loss recovery and then jumps by
+    /// everything SACKed meanwhile when the hole fills: over one round trip that jump reads as
+    /// up to twice the link's rate. (The kernel's own `delivered` counts SACKed segments the
+    /// same way, in packets.)
+    pub fn delivered_bytes(&self) -> Option<u64> {
+        self.bytes_acked
+            .map(|a| a.saturating_add(self.sacked as u64 * self.snd_mss as u64))
+    }
+
     /// The `show` figures, with the socket's congestion control name.
     pub fn to_segment(&self, congestion: &str) -> SegmentInfo {
         SegmentInfo {

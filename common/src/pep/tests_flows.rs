@@ -136,6 +136,31 @@ fn tcp_info_bytes(len: usize) -> Vec<u8> {
 }
 
 #[test]
+fn delivered_bytes_count_the_sacked_segments_so_a_filled_hole_is_no_jump() {
+    let mut i = TcpInfo::parse(&tcp_info_bytes(280)).expect("parse");
+    i.snd_mss = 1000;
+    // A recovery: the hole at 100 kB holds the cumulative ACK while 50 segments are SACKed
+    // above it, then its retransmission arrives and the ACK jumps.
+    let steps = [(100_000, 0), (100_000, 20), (100_000, 50), (151_000, 0)];
+    let delivered: Vec<u64> = steps
+        .iter()
+        .map(|&(acked, sacked)| {
+            i.bytes_acked = Some(acked);
+            i.sacked = sacked;
+            i.delivered_bytes().expect("bytes_acked is known")
+        })
+        .collect();
+    assert_eq!(delivered, vec![100_000, 120_000, 150_000, 151_000]);
+    let jump = delivered.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    assert_eq!(
+        jump, 30_000,
+        "the largest step is what arrived, not the 51 kB ACK"
+    );
+    i.bytes_acked = None;
+    assert_eq!(i.delivered_bytes(), None);
+}
+
+#[test]
 fn tcp_info_is_parsed_by_offset_and_short_structs_lack_the_new_fields() {
     let i = TcpInfo::parse(&tcp_info_bytes(280)).expect("parse");
     assert_eq!(i.state, 1);

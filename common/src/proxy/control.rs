@@ -244,7 +244,7 @@ impl FlowControl {
             notsent,
             active,
             sat: sat_info.map(|i| SatSample {
-                bytes_acked: i.bytes_acked.unwrap_or(0),
+                delivered: i.delivered_bytes().unwrap_or(0),
                 delivery_rate: i.delivery_rate.unwrap_or(0),
                 app_limited: i.app_limited,
                 srtt_us: i.rtt_us,

@@ -173,7 +173,7 @@ impl FlowStart {
             return;
         };
         let now = shared.clock.now();
-        let acked = i.bytes_acked.unwrap_or(0);
+        let acked = i.delivered_bytes().unwrap_or(0);
         let period = now.saturating_sub(self.at);
         let delta = acked.saturating_sub(self.acked);
         (self.acked, self.at) = (acked, now);
@@ -191,6 +191,13 @@ impl FlowStart {
                 delivered: delta as f64 / period.as_secs_f64().max(1e-3),
                 rtt,
             };
+            tracing::debug!(
+                capacity = s.capacity,
+                delivered = s.delivered,
+                rtt_ms = s.rtt.as_secs_f64() * 1e3,
+                controlled = control.is_some(),
+                "start sample"
+            );
             lock(starts).on_sample(&self.path, self.id, now, s);
         }
     }

@@ -93,8 +93,8 @@ impl Params {
 /// The satellite socket's figures (TCP_INFO).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SatSample {
-    /// `tcpi_bytes_acked`.
-    pub bytes_acked: u64,
+    /// Bytes delivered to the peer ([`TcpInfo::delivered_bytes`](crate::pep::TcpInfo::delivered_bytes)).
+    pub delivered: u64,
     /// `tcpi_delivery_rate`, bytes/s (0: none yet).
     pub delivery_rate: u64,
     /// `tcpi_delivery_rate_app_limited`.
@@ -292,7 +292,7 @@ impl Controller {
                 || self.base.drain_effects(now)
                 || sat.recovering;
             self.rate
-                .on_sample(now, sat.bytes_acked, sat.delivery_rate, limited, window);
+                .on_sample(now, sat.delivered, sat.delivery_rate, limited, window);
             self.base.on_sample(now, sat.srtt_us);
             self.base.on_min_rtt(sat.min_rtt_us);
             if sat.mss > 0 {

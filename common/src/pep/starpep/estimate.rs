@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// `R_down`: the satellite socket's delivery rate, measured as the bytes it had acknowledged
-/// over the last satellite RTT (`tcpi_bytes_acked` deltas), and the kernel's own rate sample
+/// over the last satellite RTT (deltas of the bytes delivered, SACKed ones included), and the kernel's own rate sample
 /// (`tcpi_delivery_rate`) only until one RTT of history exists.
 ///
 /// An average over one round trip, not a maximum of rate samples: on the bursty LEO trace the
@@ -55,7 +55,7 @@ impl RateEstimator {
         srtt.clamp(RATE_WINDOW_MIN, RATE_WINDOW_MAX)
     }
 
-    /// Feeds one sample at `now`: the socket's acknowledged bytes, the kernel's last rate
+    /// Feeds one sample at `now`: the socket's delivered bytes, the kernel's last rate
     /// sample (bytes/s, 0 if none) and whether the flow was app-limited.
     pub fn on_sample(
         &mut self,

@@ -36,7 +36,7 @@ fn samples(q: u32) -> FlowSamples {
         notsent: 0,
         active: true,
         sat: Some(SatSample {
-            bytes_acked: 0,
+            delivered: 0,
             delivery_rate: R,
             app_limited: false,
             srtt_us: 25_000,
@@ -199,7 +199,7 @@ fn at(t_ms: u64, rate: u64, app_limited: bool) -> FlowSamples {
     // App-limited: the PEP holds nothing for the link.
     let mut s = samples(if app_limited { 0 } else { 10_000 });
     let sat = s.sat.as_mut().unwrap();
-    sat.bytes_acked = rate * t_ms / 1000;
+    sat.delivered = rate * t_ms / 1000;
     // The kernel's flag is not trusted (set whenever less than a segment is unsent).
     sat.app_limited = !app_limited;
     // Link-limited: the in-flight cap is reached.
@@ -209,7 +209,7 @@ fn at(t_ms: u64, rate: u64, app_limited: bool) -> FlowSamples {
 }
 
 #[test]
-fn r_down_is_the_bytes_acked_over_one_rtt() {
+fn r_down_is_the_bytes_delivered_over_one_rtt() {
     let mut c = Controller::new(cfg(|_| {}), ms(T));
     // The first call has no history: the kernel's sample serves.
     let d = c.on_samples(ms(T), &at(0, R, false));
@@ -226,7 +226,7 @@ fn r_down_is_the_bytes_acked_over_one_rtt() {
     for i in 61..=70 {
         acked += R / 2 / 200;
         let mut s = at(5 * i, R, false);
-        s.sat.as_mut().unwrap().bytes_acked = acked;
+        s.sat.as_mut().unwrap().delivered = acked;
         d = c.on_samples(ms(T + 5 * i), &s);
     }
     assert!(
@@ -246,7 +246,7 @@ fn an_overestimate_comes_down_once_startup_is_over() {
     for i in 0..=300u64 {
         acked += if i < 20 { 3 * R / 200 } else { R / 200 };
         let mut s = at(5 * i, R, false);
-        s.sat.as_mut().unwrap().bytes_acked = acked;
+        s.sat.as_mut().unwrap().delivered = acked;
         d = Some(c.on_samples(ms(T + 5 * i), &s));
     }
     let d = d.unwrap();
@@ -264,7 +264,7 @@ fn loss_recovery_does_not_lower_r_down() {
     for i in 61..=80 {
         acked += R / 4 / 200;
         let mut s = at(5 * i, R, false);
-        s.sat.as_mut().unwrap().bytes_acked = acked;
+        s.sat.as_mut().unwrap().delivered = acked;
         s.sat.as_mut().unwrap().recovering = true;
         d = Some(c.on_samples(ms(T + 5 * i), &s));
     }
@@ -284,7 +284,7 @@ fn app_limited_samples_never_lower_r_down() {
             self.t += 5;
             self.acked += rate / 200;
             let mut s = at(self.t, 0, limited);
-            s.sat.as_mut().unwrap().bytes_acked = self.acked;
+            s.sat.as_mut().unwrap().delivered = self.acked;
             self.c.on_samples(ms(T + self.t), &s)
         }
     }
