@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ProbeWindow, Reconfig, Starpep};
 use crate::reconfig::ReconfigSchedule;
 
-use super::estimate::{rtt_up, BaseRtt, RateEstimator, DRAIN_GAIN};
+use super::estimate::{rtt_up, BaseRtt, RateEstimator, UpRtt, DRAIN_GAIN};
 use super::phase::{Phase, PhaseAt, Phases};
 use super::probe_rtt::ProbeRttGuard;
 use crate::pep::BbrInfo;
@@ -198,6 +198,7 @@ pub struct Controller {
     p: Params,
     rate: RateEstimator,
     base: BaseRtt,
+    up_rtt: UpRtt,
     q_hat: Option<f64>,
     mss: u32,
     next: Duration,
@@ -212,6 +213,7 @@ impl Controller {
             p,
             rate: RateEstimator::default(),
             base: BaseRtt::default(),
+            up_rtt: UpRtt::default(),
             q_hat: None,
             mss: DEFAULT_MSS,
             next: now,
@@ -312,7 +314,9 @@ impl Controller {
             (Some(m), Some(c)) if !self.rate.filled() => Some(m.max(c)),
             (m, c) => m.or(c),
         };
-        let up_rtt = s.up.and_then(|u| rtt_up(u.rcv_rtt_us, u.rtt_us));
+        let up_rtt = self
+            .up_rtt
+            .on_sample(now, s.up.and_then(|u| rtt_up(u.rcv_rtt_us, u.rtt_us)));
         let (Some(r), Some(rtt)) = (r, up_rtt) else {
             self.last_window = None;
             return Decision {

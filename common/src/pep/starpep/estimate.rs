@@ -279,5 +279,32 @@ pub fn rtt_up(rcv_rtt_us: u32, handshake_rtt_us: u32) -> Option<Duration> {
     (us > 0).then(|| Duration::from_micros(us.max(RTT_UP_FLOOR_US) as u64))
 }
 
+/// `RTT_up` as the controller uses it: the windowed minimum of [`rtt_up`] (BBR's min-RTT
+/// filter). A single sample can be far above the path: the kernel's first `tcpi_rcv_rtt` spans
+/// the sender's whole first window, and a scheduling stall of the PEP or the sender stretches
+/// any one of them (48 ms measured on a 20 µs path). A window sized on it lets the sender fill
+/// the receive buffer at once, and that queue stands for seconds. A path that really became
+/// longer is followed within [`UP_RTT_WINDOW`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UpRtt {
+    min: Option<(Duration, Duration)>,
+}
+
+/// How long a minimum of `RTT_up` stands (BBR's min-RTT window).
+pub const UP_RTT_WINDOW: Duration = Duration::from_secs(10);
+
+impl UpRtt {
+    /// Feeds the sample of `now` (if any); returns the filtered `RTT_up`.
+    pub fn on_sample(&mut self, now: Duration, sample: Option<Duration>) -> Option<Duration> {
+        if let Some(s) = sample {
+            let stale = |at: Duration| now.saturating_sub(at) > UP_RTT_WINDOW;
+            if self.min.is_none_or(|(m, at)| s <= m || stale(at)) {
+                self.min = Some((s, now));
+            }
+        }
+        self.min.map(|(m, _)| m)
+    }
+}
+
 /// Below this the kernel's figures are timer granularity, not a path.
 const RTT_UP_FLOOR_US: u32 = 20;

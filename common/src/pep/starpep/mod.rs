@@ -24,7 +24,7 @@ pub use controller::{
     Controller, Decision, FlowSamples, Params, Regime, SatSample, UpSample, CONTROL_PERIOD,
     IDLE_PERIOD, LEO_MAX_RTT,
 };
-pub use estimate::{rtt_up, BaseRtt, RateEstimator, LINK_PROBE_EVERY};
+pub use estimate::{rtt_up, BaseRtt, RateEstimator, UpRtt, LINK_PROBE_EVERY, UP_RTT_WINDOW};
 pub use phase::{Phase, PhaseAt, Phases};
 pub use probe_rtt::{ProbeRttGuard, BBR_MIN_RTT_WIN, RESTART_AHEAD};
 pub use record::ControlRecord;

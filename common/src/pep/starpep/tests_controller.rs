@@ -71,6 +71,22 @@ fn w_base_is_r_down_times_rtt_up() {
 }
 
 #[test]
+fn one_stretched_rtt_up_sample_does_not_open_the_window() {
+    let mut c = Controller::new(cfg(|_| {}), ms(T));
+    let mut s = samples(20_000);
+    let first = c.on_samples(ms(T), &s);
+    // A scheduling stall: the next receiver RTT sample reads 48 ms on the 20 ms path.
+    s.up.as_mut().unwrap().rcv_rtt_us = 48_000;
+    let stalled = c.on_samples(ms(T + 10), &s);
+    assert_eq!(stalled.rtt_up, ms(20));
+    assert_eq!(stalled.w_base, first.w_base);
+    // A path that really became longer is followed once the old minimum has aged out.
+    let later = c.on_samples(ms(T + 10) + UP_RTT_WINDOW + ms(10), &s);
+    assert_eq!(later.rtt_up, ms(48));
+    assert!(later.w_base > first.w_base);
+}
+
+#[test]
 fn each_regime_of_eq_3() {
     let alpha1 = |s: &mut Starpep| s.alpha = 1.0;
     // Q_low = 2 ms = 12 500 B, Q_high = 8 ms = 50 000 B at 50 Mbit/s.
