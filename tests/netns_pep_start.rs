@@ -240,10 +240,11 @@ fn a_tenfold_link_rate_collapses_no_flow_and_stalls_none() {
         "3 MB took {a:.2} s"
     );
     // The kernel's own start takes about 3 × ideal for 1 MB here (5.5 s measured). Alongside
-    // a second flow that jumps from the same wrong figure, the 1 MB measured 4.2-6.3 s over
-    // ten runs: the overshoot's losses cost up to a sixth more than no plan, which the issue's
-    // 1.2x does not allow yet; a collapse (RTOs of seconds each, backing off) costs far more.
-    assert!(c <= 4.0 * ideal(MB), "1 MB took {c:.2} s: collapsed");
+    // a second flow that jumps from the same wrong figure, the 1 MB measured 4.8-6.2 s over
+    // eighteen runs here and 7.35 s once in CI: the overshoot's losses cost up to a third more
+    // than no plan, which the 1.2x does not allow yet. A collapse (RTOs of seconds
+    // each, backing off: 1 + 2 + 4 s) costs far more than the 5 × ideal (9 s) allowed here.
+    assert!(c <= 5.0 * ideal(MB), "1 MB took {c:.2} s: collapsed");
     // And the flow after them starts from what they measured.
     let (_, starts) = with_starts(&b, 5533, || download(&b, 5533, MB));
     let start = starts.first().expect("the third flow's start plan");
