@@ -11,23 +11,10 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use common::*;
-use starpep_tests::{addr, payload, require_root, sha256_hex, Node, TopoSpec, Topology};
+use starpep_tests::{addr, payload, require_root, rss_kib, sha256_hex, Node, TopoSpec, Topology};
 
 const FLOWS: usize = 500;
 const PER_FLOW: usize = 200_000;
-
-/// `VmRSS` and `VmHWM` (peak) of a process, in KiB.
-fn rss_kib(pid: u32) -> (u64, u64) {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |k: &str| -> u64 {
-        s.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{k} missing"))
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 #[test]
 fn five_hundred_concurrent_flows_are_byte_exact_and_leave_nothing() {
