@@ -1,5 +1,6 @@
 //! Test support (no I/O): byte mutations for the deterministic mutation tests that stand in for
-//! the cargo-fuzz targets (`fuzz/`) on the stable toolchain. Used by this workspace's tests.
+//! the cargo-fuzz targets (`fuzz/`) on the stable toolchain, and the check that a JSON
+//! document's fields are documented. Used by this workspace's tests.
 
 use rand::Rng;
 
@@ -27,4 +28,26 @@ pub fn mutate(rng: &mut impl Rng, v: &mut Vec<u8>) {
             }
         }
     }
+}
+
+/// The object keys anywhere in `v` that `doc` never names as `` `key` `` (a schema document's
+/// tables), sorted and without repeats.
+pub fn undocumented_keys(v: &serde_json::Value, doc: &str) -> Vec<String> {
+    fn walk(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    out.insert(k.clone());
+                    walk(x, out);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut keys = std::collections::BTreeSet::new();
+    walk(v, &mut keys);
+    keys.into_iter()
+        .filter(|k| !doc.contains(&format!("`{k}`")))
+        .collect()
 }

@@ -198,6 +198,13 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
     r.bytes_down = 7;
     r.satellite = TcpInfo::parse(&tcp_info_bytes(280)).map(|i| i.to_segment("cubic"));
     r.control = Some(control_record(a.id));
+    r.terrestrial = r.satellite.clone();
+    r.start = Some(crate::pep::StartPlan {
+        init_cwnd: Some(300),
+        pacing: Some(1_250_000),
+        source: crate::pep::start::Source::Measured,
+        busy: 1,
+    });
     let h = MetricsHeader {
         role: Role::Box,
         mode: "starpep".into(),
@@ -222,6 +229,12 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
     assert_eq!(json["window_backend"], "clamp");
     assert_eq!(json["flows"][0]["control"]["w_bytes"], 20_000);
     assert_eq!(json["flows"][0]["control"]["phase"], "probe");
+    let doc = include_str!("../../../docs/show-json.md");
+    let undocumented = crate::testing::undocumented_keys(&json, doc);
+    assert!(
+        undocumented.is_empty(),
+        "not in docs/show-json.md: {undocumented:?}"
+    );
     let back: PepMetrics = serde_json::from_value(json).unwrap();
     assert_eq!(back, m, "show parses what the daemon sends");
     let text = m.render();

@@ -16,9 +16,16 @@ pub struct InterfaceInfo {
     pub fwmark: Option<u32>,
 }
 
+/// The version of `show --json`'s schema (`docs/show-json.md`). Within a version fields are
+/// only added; a field renamed, removed or changed in meaning takes the next one.
+pub const SHOW_SCHEMA_VERSION: u32 = 1;
+
 /// Everything `show` reports about one interface.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InterfaceMetrics {
+    /// [`SHOW_SCHEMA_VERSION`] of the daemon that answered (0: older than the schema).
+    #[serde(default)]
+    pub schema_version: u32,
     pub interface: String,
     /// Base64, as `wg show`.
     pub public_key: String,
@@ -90,6 +97,7 @@ impl Engine {
             .collect();
         let c = &self.counters;
         InterfaceMetrics {
+            schema_version: SHOW_SCHEMA_VERSION,
             interface: info.interface.clone(),
             public_key: b64(&self.public_key()),
             listen_port: info.listen_port,

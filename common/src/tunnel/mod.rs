@@ -15,5 +15,5 @@ mod tests_fuzz;
 
 pub use allowed_ips::AllowedIps;
 pub use engine::{Engine, EngineError, Inbound, Outbound, DATA_OVERHEAD, MIN_DST};
-pub use metrics::{InterfaceInfo, InterfaceMetrics, PeerMetrics};
+pub use metrics::{InterfaceInfo, InterfaceMetrics, PeerMetrics, SHOW_SCHEMA_VERSION};
 pub use peer::{PeerSpec, PeerStats};

@@ -346,9 +346,17 @@ fn snapshot_reports_peers_and_keys() {
     assert_eq!(peer.allowed_ips, vec!["10.1.0.0/24", "fd00:1::/64"]);
     assert!(peer.latest_handshake_unix.unwrap() <= 1_000_000);
     assert!(peer.rx_bytes > 0);
+    assert_eq!(m.schema_version, SHOW_SCHEMA_VERSION);
     let json = serde_json::to_string(&m).unwrap();
     let back: InterfaceMetrics = serde_json::from_str(&json).unwrap();
     assert_eq!(back, m);
+    let doc = include_str!("../../../docs/show-json.md");
+    assert!(doc.contains(&format!("schema version {SHOW_SCHEMA_VERSION}")));
+    let undocumented = crate::testing::undocumented_keys(&serde_json::to_value(&m).unwrap(), doc);
+    assert!(
+        undocumented.is_empty(),
+        "not in docs/show-json.md: {undocumented:?}"
+    );
     let text = m.render();
     assert!(text.contains("interface: pop0") && text.contains("endpoint: 10.99.0.1:40000"));
 }
