@@ -33,6 +33,10 @@ fn main() {
         Err(reason) => {
             println!("cargo:warning=starpep-ebpf: eBPF object not built: {reason}");
             println!("cargo:warning=starpep-ebpf: WindowRewriter::load() will return EbpfError::NotBuilt");
+            // Build again once clang and libbpf's headers are installed (a path that does not
+            // exist yet keeps the script re-running until it does).
+            println!("cargo:rerun-if-changed=/usr/bin/clang");
+            println!("cargo:rerun-if-changed=/usr/include/bpf/bpf_helpers.h");
             let _ = fs::remove_file(&object);
             let _ = writeln!(rs, "pub(crate) const OBJECT: Option<&[u8]> = None;");
             let _ = writeln!(rs, "pub(crate) const NOT_BUILT: &str = {reason:?};");
