@@ -151,16 +151,7 @@ fn garbage_replays_and_strangers_at_the_pop_port_cost_the_tunnel_nothing() {
         return;
     }
     let topo = Topology::build(TopoSpec::direct()).expect("topology");
-    let (bk, pk) = (keys(), keys());
-    let (bi, pi) = (iface(&topo, "b"), iface(&topo, "p"));
-    let pop_conf = write_conf(&topo, &pi, &pop_conf(&pk, &bk.public, ""));
-    let box_conf = write_conf(
-        &topo,
-        &bi,
-        &box_conf(&bk, &pk.public, "10.99.0.2:51820", BOX_ALLOWED, ""),
-    );
-    let pop = start_daemon(&topo, Node::Pop, "starpep-pop", &pop_conf);
-    let _bx = start_daemon(&topo, Node::Box, "starpep-client", &box_conf);
+    let (_bi, pi, pop, _bx) = up_pair(&topo, "");
     ping_ok(&topo, Node::Pc, &srv(), 5);
 
     let replays = capture_valid(&topo, || {
@@ -174,14 +165,14 @@ fn garbage_replays_and_strangers_at_the_pop_port_cost_the_tunnel_nothing() {
         "{} valid datagrams captured",
         replays.len()
     );
+    let before = show_json(&topo, Node::Pop, "starpep-pop", &pi);
     let pop_key: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode(&pk.public)
+        .decode(before["public_key"].as_str().expect("the POP's public key"))
         .expect("base64 public key")
         .try_into()
         .expect("32-byte key");
     let inits = stranger_initiations(PublicKey::from(pop_key), 256);
 
-    let before = show_json(&topo, Node::Pop, "starpep-pop", &pi);
     let endpoint = before["peers"][0]["endpoint"].clone();
     assert!(endpoint.is_string(), "the box's endpoint: {before}");
     let pid = pop.pid().expect("POP pid");
