@@ -234,14 +234,15 @@ fn a_tenfold_link_rate_collapses_no_flow_and_stalls_none() {
     eprintln!("3 MB in {a:.2} s, 1 MB in {c:.2} s alongside; start {start}");
     assert_eq!(start["source"], "configured", "{start}");
     // 4 MB over a 10 Mbit/s link: 3.2 s of link time; the jump's losses cost round trips,
-    // not a collapse (a stalled flow waits out RTOs of seconds).
+    // not a collapse (a stalled flow waits out RTOs of seconds, backing off: 1 + 2 + 4 s).
+    // Measured 5.3-6.4 s over thirty runs here, 7.86 s once in a CI run.
     assert!(
-        a <= 3.0 * MB as f64 * 8.0 / LINK_BPS + MB as f64 * 8.0 / LINK_BPS + 4.0,
+        a <= 3.0 * MB as f64 * 8.0 / LINK_BPS + MB as f64 * 8.0 / LINK_BPS + 6.0,
         "3 MB took {a:.2} s"
     );
     // The kernel's own start takes about 3 × ideal for 1 MB here (5.5 s measured). Alongside
     // a second flow that jumps from the same wrong figure, the 1 MB measured 4.8-6.2 s over
-    // eighteen runs here and 7.35 s once in CI: the overshoot's losses cost up to a third more
+    // thirty runs here and 7.35 s once in CI: the overshoot's losses cost up to a third more
     // than no plan, which the 1.2x does not allow yet. A collapse (RTOs of seconds
     // each, backing off: 1 + 2 + 4 s) costs far more than the 5 × ideal (9 s) allowed here.
     assert!(c <= 5.0 * ideal(MB), "1 MB took {c:.2} s: collapsed");

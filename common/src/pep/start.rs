@@ -393,7 +393,6 @@ pub struct Jump {
     /// The plan's window in bytes and pacing rate.
     window: u64,
     pacing: u64,
-    mss: u32,
     /// `bytes_acked` and the time when the flow first had data acknowledged.
     started: Option<Duration>,
     state: JumpState,
@@ -410,7 +409,7 @@ enum JumpState {
     Done,
 }
 
-/// A retreat without a delivery rate yet paces at the jump's rate over this.
+/// A retreat paces at no less than the jump's rate over this.
 pub const RETREAT_FLOOR: u64 = 4;
 
 /// What the satellite socket's pacing cap becomes.
@@ -440,7 +439,6 @@ impl Jump {
         Some(Jump {
             window: segs as u64 * mss as u64,
             pacing,
-            mss,
             started: None,
             state: JumpState::Unvalidated,
         })
@@ -456,8 +454,7 @@ impl Jump {
 
     /// One look at the socket. The jump is validated once its window was acknowledged, or two
     /// RTTs after the first acknowledgement (the application had less to send), without loss;
-    /// a loss before that retreats to the delivery rate (at least the kernel's initial window per
-    /// RTT; a quarter of the jump's while there is no delivery rate) for
+    /// a loss before that retreats to the delivery rate (at least a quarter of the jump's) for
     /// two RTTs, then releases.
     pub fn on_sample(&mut self, now: Duration, s: &JumpSample) -> JumpAction {
         if s.bytes_acked > 0 && self.started.is_none() {
@@ -467,18 +464,13 @@ impl Jump {
         match self.state {
             JumpState::Done => JumpAction::Keep,
             JumpState::Unvalidated if s.lost > 0 => {
-                // The measured delivery rate is what the link gave this flow: a jump from a
-                // figure ten times too high retreats to it, not to a fraction of the jump (a
-                // quarter of a tenfold jump still overloads the link through the whole
-                // recovery). Never below the kernel's initial window per RTT: the kernel spaces
-                // each packet by its length over the rate when it is sent, and a later, higher
-                // rate does not take back a gap already scheduled (one segment at a few bytes/s
-                // would stall the flow for minutes). A delivery rate of 0 says nothing yet.
-                let floor = (KERNEL_INIT_CWND as f64 * self.mss as f64 / srtt.as_secs_f64()) as u64;
-                let rate = match s.delivery_rate {
-                    0 => self.pacing / RETREAT_FLOOR,
-                    r => r.clamp(floor.min(self.pacing), self.pacing),
-                };
+                // Never below a quarter of the jump's rate: the kernel spaces each packet by
+                // its length over the rate when it is sent, and a later, higher rate does not
+                // take back a gap already scheduled (one segment at a few bytes/s would stall the
+                // flow for minutes). A delivery rate of 0 says nothing yet.
+                let rate = s
+                    .delivery_rate
+                    .clamp(self.pacing / RETREAT_FLOOR, self.pacing);
                 self.state = JumpState::Retreat {
                     until: now + 2 * srtt,
                 };
