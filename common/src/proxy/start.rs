@@ -95,7 +95,7 @@ pub struct FlowStart {
     path: PathKey,
     id: FlowId,
     jump: Option<Jump>,
-    acked: u64,
+    delivered: u64,
     at: Duration,
 }
 
@@ -130,7 +130,7 @@ impl FlowStart {
             path,
             id,
             jump,
-            acked: 0,
+            delivered: 0,
             at: now,
         })
     }
@@ -173,10 +173,10 @@ impl FlowStart {
             return;
         };
         let now = shared.clock.now();
-        let acked = i.delivered_bytes().unwrap_or(0);
+        let delivered = i.delivered_bytes().unwrap_or(0);
         let period = now.saturating_sub(self.at);
-        let delta = acked.saturating_sub(self.acked);
-        (self.acked, self.at) = (acked, now);
+        let delta = delivered.saturating_sub(self.delivered);
+        (self.delivered, self.at) = (delivered, now);
         let measured = match control {
             Some(c) => c.measured(),
             None => (!i.app_limited)

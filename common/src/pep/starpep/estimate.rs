@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-/// `R_down`: the satellite socket's delivery rate, measured as the bytes it had acknowledged
-/// over the last satellite RTT (deltas of the bytes delivered, SACKed ones included), and the kernel's own rate sample
+/// `R_down`: the satellite socket's delivery rate, measured as the bytes it delivered over the
+/// last satellite RTT (SACKed ones included), and the kernel's own rate sample
 /// (`tcpi_delivery_rate`) only until one RTT of history exists.
 ///
 /// An average over one round trip, not a maximum of rate samples: on the bursty LEO trace the
