@@ -3,7 +3,8 @@
 //!
 //! Nothing here touches a socket or reads the clock: `proxy` (the I/O shell) feeds events and
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
-//! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine, [`flows`]
+//! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine ([`segments`]:
+//! its writes toward the satellite end on segment boundaries), [`flows`]
 //! the flow table with the `MaxFlows` pause, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
 //! `TCP_CC_INFO`), [`metrics`] is what `show` prints. The design is documented in `docs/pep.md`.
 
@@ -14,6 +15,7 @@ pub mod nft;
 pub mod plan;
 pub mod relay;
 pub mod routes;
+pub mod segments;
 pub mod starpep;
 pub mod start;
 pub mod tcpinfo;

@@ -108,6 +108,7 @@ async fn relay_flow(
         relay: std::sync::Mutex::new(relay),
         quick_ack,
         unsent_limit: Default::default(),
+        segment: Default::default(),
     };
     let ccs = [
         sockopt::congestion_name(io.accepted.get_ref()),
