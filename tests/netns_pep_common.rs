@@ -179,15 +179,28 @@ impl Daemon {
 
     /// Waits until the PEP has no live flow (flows update their record about once a second).
     pub fn wait_idle(&self, topo: &Topology, within: Duration) -> Value {
+        self.wait_pep(topo, within, "flows still live", |p| p["active_flows"] == 0)
+    }
+
+    /// Waits until the `pep` member of `show --json` satisfies `ok` (the daemon reads the nft
+    /// SYN counters about once a second; flows update their record as often); panics with
+    /// `what` and the last answer after `within`.
+    pub fn wait_pep(
+        &self,
+        topo: &Topology,
+        within: Duration,
+        what: &str,
+        ok: impl Fn(&Value) -> bool,
+    ) -> Value {
         let end = Instant::now() + within;
         loop {
             let p = self.pep(topo);
-            if p["active_flows"] == 0 {
+            if ok(&p) {
                 return p;
             }
             assert!(
                 Instant::now() < end,
-                "{:?}: flows still live after {within:?}: {p}",
+                "{:?}: {what} after {within:?}: {p}",
                 self.node
             );
             std::thread::sleep(Duration::from_millis(100));

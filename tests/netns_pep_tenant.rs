@@ -100,7 +100,13 @@ fn a_connect_flood_from_one_host_holds_only_its_share_and_another_host_is_still_
     flood_socks.extend(flood(&topo, FLOOD));
     std::thread::sleep(Duration::from_millis(500));
 
-    let bp = bx.pep(&topo);
+    // The daemon reads the nft SYN counters about once a second.
+    let bp = bx.wait_pep(
+        &topo,
+        Duration::from_secs(10),
+        "no capped SYN counted",
+        |b| b["capped_syns"].as_u64().unwrap_or(0) > 0,
+    );
     let pp = pop.pep(&topo);
     let pc = addr::PC_LAN.to_string();
     eprintln!(
