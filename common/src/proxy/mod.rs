@@ -13,6 +13,7 @@ mod listener;
 pub mod netcfg;
 pub mod pump;
 mod runner;
+mod share;
 mod sockopt;
 mod start;
 mod state;
