@@ -1,15 +1,16 @@
 //! Per-flow socket buffers of the satellite segment (pure): the link's buffer (2 × BDP, or
-//! `SndBuf`/`RcvBuf`) shared by the flows active on the same link, so one flow alone gets all
-//! of it and many flows stay bounded together.
+//! `SndBuf`/`RcvBuf`) shared by the flows on the same link, so one flow alone gets all of it
+//! and many flows stay bounded together.
 //!
 //! A link is what the flows of one satellite terminal share: at the POP the WireGuard peer
 //! whose AllowedIPs hold the client, at the box the box's own link (every flow). A flow is
 //! active while it moves bytes (its task says so once a second); a new flow counts as active.
-//! Each flow's bound is the link's buffer over the link's active flows (never below
-//! [`FLOOR`]); a flow's buffer is resized only when it is off by more than [`SLACK`] times, so
-//! a link's active flows hold at most `SLACK` × its buffer, and no flow is resized at every
-//! arrival. An idle flow keeps a bound for one more active flow: it holds no data while idle,
-//! and has room when it wakes.
+//! An active flow's bound is the link's buffer over the link's active flows, an idle flow's
+//! the link's buffer over all the link's flows (never below [`FLOOR`]): a busy flow beside idle
+//! ones (a browser's kept-alive connections) gets the whole link, and an idle one that wakes
+//! has its part of it. A flow's buffer is resized only when it is off by more than [`SLACK`]
+//! times, so no flow is resized at every arrival, and the flows of one link hold at most
+//! `2 × SLACK` times its buffer (`SLACK` for the active ones, `SLACK` for the idle ones).
 
 use std::collections::HashMap;
 
@@ -60,36 +61,59 @@ pub fn resize(current: Option<usize>, bound: usize) -> Option<usize> {
     }
 }
 
-/// Active flows per link.
+/// Flows per link: all of them, and the active ones.
 #[derive(Debug, Clone, Default)]
 pub struct LinkActivity {
-    active: HashMap<LinkId, usize>,
+    links: HashMap<LinkId, Counts>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    live: usize,
+    active: usize,
 }
 
 impl LinkActivity {
-    /// A flow becomes active on `link`.
-    pub fn start(&mut self, link: LinkId) {
-        *self.active.entry(link).or_default() += 1;
+    /// A new flow on `link` (active).
+    pub fn admit(&mut self, link: LinkId) {
+        let c = self.links.entry(link).or_default();
+        c.live += 1;
+        c.active += 1;
     }
 
-    /// A flow stops being active on `link`.
-    pub fn stop(&mut self, link: LinkId) {
-        if let Some(n) = self.active.get_mut(&link) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.active.remove(&link);
+    /// A flow leaves `link`.
+    pub fn remove(&mut self, link: LinkId, active: bool) {
+        if let Some(c) = self.links.get_mut(&link) {
+            c.live = c.live.saturating_sub(1);
+            if active {
+                c.active = c.active.saturating_sub(1);
+            }
+            if c.live == 0 {
+                self.links.remove(&link);
             }
         }
     }
 
-    /// Active flows on `link`.
-    pub fn active(&self, link: LinkId) -> usize {
-        self.active.get(&link).copied().unwrap_or(0)
+    /// A flow on `link` became active (`true`) or idle.
+    pub fn set_active(&mut self, link: LinkId, active: bool) {
+        if let Some(c) = self.links.get_mut(&link) {
+            if active {
+                c.active = (c.active + 1).min(c.live);
+            } else {
+                c.active = c.active.saturating_sub(1);
+            }
+        }
     }
 
-    /// How many flows a flow's bound is shared with: the link's active flows, and the flow
-    /// itself when it is idle (it may wake).
+    /// Flows on `link`, all and active.
+    pub fn counts(&self, link: LinkId) -> (usize, usize) {
+        self.links.get(&link).map_or((0, 0), |c| (c.live, c.active))
+    }
+
+    /// How many flows a flow's bound is shared with: the link's active flows for an active
+    /// flow, all its flows for an idle one (at least 1).
     pub fn sharing(&self, link: LinkId, flow_active: bool) -> usize {
-        self.active(link) + usize::from(!flow_active)
+        let (live, active) = self.counts(link);
+        if flow_active { active } else { live }.max(1)
     }
 }

@@ -182,7 +182,7 @@ impl FlowTable {
             Tenant::Peer(i) => Some(*i),
             Tenant::Addr(_) => None,
         });
-        self.links.start(link);
+        self.links.admit(link);
         self.flows.insert(
             id,
             FlowRecord {
@@ -237,9 +237,7 @@ impl FlowTable {
         bytes_down: u64,
     ) -> Option<InterceptChange> {
         let r = self.flows.remove(&id)?;
-        if r.active {
-            self.links.stop(r.link);
-        }
+        self.links.remove(r.link, r.active);
         for t in &r.tenants {
             self.cap_changes.extend(self.caps.remove(t));
         }
@@ -266,10 +264,8 @@ impl FlowTable {
         let Some(r) = self.flows.get_mut(&id) else {
             return 1;
         };
-        match (r.active, active) {
-            (false, true) => self.links.start(r.link),
-            (true, false) => self.links.stop(r.link),
-            _ => {}
+        if r.active != active {
+            self.links.set_active(r.link, active);
         }
         r.active = active;
         self.links.sharing(r.link, active)

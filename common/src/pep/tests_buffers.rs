@@ -71,20 +71,22 @@ fn the_pop_shares_each_peers_link_among_that_peers_active_flows_only() {
     let b = t.admit(key(1, 2000), t0).id;
     assert_eq!(t.sharing(a[0]), 4, "peer 0: four new flows, all active");
     assert_eq!(t.sharing(b), 1, "peer 1's flow has its link alone");
-    // Three of peer 0's flows go idle: the busy one gets the link; an idle one counts itself.
+    // Three of peer 0's flows go idle: the busy one gets the link; an idle one shares it
+    // with all four.
     for id in &a[1..] {
         t.set_active(*id, false);
     }
     assert_eq!(t.sharing(a[0]), 1);
-    assert_eq!(t.sharing(a[1]), 2);
+    assert_eq!(t.sharing(a[1]), 4);
     assert_eq!(t.set_active(a[1], true), 2, "a flow wakes up");
     t.remove(a[1], FlowState::Closed, 0, 0);
     t.remove(a[2], FlowState::Closed, 0, 0);
     assert_eq!(
         t.sharing(a[0]),
         1,
-        "removing idle and active flows keeps the count"
+        "removing idle and active flows keeps the counts"
     );
+    assert_eq!(t.sharing(a[3]), 2);
     assert_eq!(t.sharing(999), 1, "unknown flow");
 }
 
@@ -97,8 +99,8 @@ fn the_box_shares_its_one_link_among_every_active_flow() {
 }
 
 /// 1000 flows on 100 links arriving one by one, each flow re-sizing itself after every arrival
-/// (as its once-a-second tick would): every flow is within the slack of its share, and the
-/// buffers of one link add up to at most `SLACK` × the link's.
+/// (as its once-a-second tick would), then going idle: every flow is within the slack of its
+/// share, and the buffers of one link add up to at most `SLACK` × the link's, busy or idle.
 #[test]
 fn a_full_table_holds_at_most_the_slack_times_each_links_buffer() {
     let t0 = Instant::now();
@@ -115,14 +117,25 @@ fn a_full_table_holds_at_most_the_slack_times_each_links_buffer() {
             }
         }
     }
-    for peer in 0..100u8 {
-        let sum: usize = set
-            .iter()
-            .filter(|(_, p, _)| *p == peer)
-            .map(|(_, _, c)| c.unwrap())
-            .sum();
-        assert!(sum <= SLACK * LINK.snd, "peer {peer}: {sum}");
+    let check = |set: &[(u64, u8, Option<usize>)], per_flow: usize| {
+        for peer in 0..100u8 {
+            let sum: usize = set
+                .iter()
+                .filter(|(_, p, _)| *p == peer)
+                .map(|(_, _, c)| c.unwrap())
+                .sum();
+            assert!(sum <= SLACK * LINK.snd, "peer {peer}: {sum}");
+        }
+        let biggest = set.iter().map(|(_, _, c)| c.unwrap()).max().unwrap();
+        assert!(biggest <= SLACK * per_flow, "{biggest}");
+    };
+    check(&set, LINK.per_flow(10).snd);
+    // All go idle: an idle flow shares its link with all the link's flows.
+    for (id, _, cur) in set.iter_mut() {
+        let bound = LINK.per_flow(t.set_active(*id, false)).snd;
+        if let Some(v) = resize(*cur, bound) {
+            *cur = Some(v);
+        }
     }
-    let biggest = set.iter().map(|(_, _, c)| c.unwrap()).max().unwrap();
-    assert!(biggest <= SLACK * LINK.per_flow(10).snd, "{biggest}");
+    check(&set, LINK.per_flow(10).snd);
 }
