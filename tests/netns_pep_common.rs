@@ -96,13 +96,6 @@ pub fn udp(topo: &Topology, node: Node, addr: SocketAddr) -> UdpSocket {
     in_ns(topo, node, move || UdpSocket::bind(addr).expect("bind udp"))
 }
 
-/// Lifts this process's descriptor limit (many concurrent flows).
-pub fn raise_nofile() {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
-    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
-}
-
 /// The shipped config `configs/NAME.conf` with `[PEP]` keys replaced or added (the `[PEP]`
 /// section is the file's last). `STARPEP_TEST_MODE=split` (or `starpep`) sets `Mode` unless
 /// `set` does: `scripts/test.sh` runs the PEP tests in both modes. A key set to an empty value

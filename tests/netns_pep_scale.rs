@@ -11,7 +11,9 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use common::*;
-use starpep_tests::{addr, payload, require_root, rss_kib, sha256_hex, Node, TopoSpec, Topology};
+use starpep_tests::{
+    addr, payload, raise_nofile, require_root, rss_kib, sha256_hex, Node, TopoSpec, Topology,
+};
 
 const FLOWS: usize = 500;
 const PER_FLOW: usize = 200_000;

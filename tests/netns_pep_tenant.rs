@@ -13,7 +13,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::*;
-use starpep_tests::{addr, payload, require_root, sha256_hex, Node, TopoSpec, Topology};
+use starpep_tests::{
+    addr, payload, raise_nofile, require_root, sha256_hex, Node, TopoSpec, Topology,
+};
 
 const BOX_SHARE: u64 = 8;
 const POP_HOST_SHARE: u64 = 16;
