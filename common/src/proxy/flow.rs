@@ -2,6 +2,7 @@
 //! TCP_INFO, execute resets and timeouts, and leave the flow table when done.
 
 use std::os::fd::AsFd;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -210,7 +211,17 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
     let cap = shared.plan.flow_buffer;
     let pipes = match mode {
         RelayMode::Splice => match (Pipe::new(cap), Pipe::new(cap)) {
-            (Ok(a), Ok(b)) => Some([a, b]),
+            (Ok(a), Ok(b)) => {
+                if (a.short() || b.short()) && !shared.pipes_short.swap(true, Relaxed) {
+                    tracing::warn!(
+                        "splice pipes of new flows stay at {} bytes, not {cap}: the pipe pages \
+                         of the daemon's user are spent (fs.pipe-user-pages-soft); grant \
+                         CAP_SYS_RESOURCE (the packaged units do) or raise the sysctl",
+                        a.size().min(b.size())
+                    );
+                }
+                Some([a, b])
+            }
             (Err(e), _) | (_, Err(e)) => {
                 tracing::warn!("pipe for splice: {e}; copying through a buffer instead");
                 None
