@@ -122,10 +122,11 @@ pub fn parse_ss_mem(text: &str) -> Vec<SockMem> {
 /// The handshake storm as the POP saw it.
 #[derive(Debug, Clone, Copy)]
 pub struct Storm {
-    /// From spawning the first box daemon to the POP's last completed handshake.
+    /// Spawning every box daemon (from the first spawn to the last).
+    pub spawned: Duration,
+    /// From the first spawn to the first poll of the POP that found a handshake with every
+    /// peer (polls are [`POLL`] apart plus a `show`).
     pub all_handshakes: Duration,
-    /// The same to the first.
-    pub first_handshake: Duration,
 }
 
 /// The running fleet.
@@ -251,6 +252,14 @@ impl Fleet {
     /// server, repeated until its handshake is done) until the POP has completed a handshake
     /// with every peer, or `within` passed.
     pub fn start_boxes(&mut self, within: Duration) -> anyhow::Result<Storm> {
+        let sink = SocketAddr::from((addr::SRV, 9));
+        let nudgers: Vec<UdpSocket> = (0..self.star.len())
+            .map(|i| {
+                self.star
+                    .run_in_box(i, || UdpSocket::bind("0.0.0.0:0"))?
+                    .map_err(anyhow::Error::from)
+            })
+            .collect::<anyhow::Result<_>>()?;
         let t0 = Instant::now();
         for i in 0..self.star.len() {
             let conf = self.star.topo.tmpdir().join(format!("box{i}.conf"));
@@ -266,16 +275,8 @@ impl Fleet {
             )?;
             self.boxes.push(p);
         }
-        let sink = SocketAddr::from((addr::SRV, 9));
-        let nudgers: Vec<UdpSocket> = (0..self.star.len())
-            .map(|i| {
-                self.star
-                    .run_in_box(i, || UdpSocket::bind("0.0.0.0:0"))?
-                    .map_err(anyhow::Error::from)
-            })
-            .collect::<anyhow::Result<_>>()?;
+        let spawned = t0.elapsed();
         let end = t0 + within;
-        let mut first = None;
         loop {
             let v = self.pop_show()?;
             let done: Vec<bool> = v["peers"]
@@ -287,13 +288,10 @@ impl Fleet {
                 })
                 .unwrap_or_default();
             let n = done.iter().filter(|d| **d).count();
-            if n > 0 && first.is_none() {
-                first = Some(t0.elapsed());
-            }
             if n == self.star.len() {
                 return Ok(Storm {
+                    spawned,
                     all_handshakes: t0.elapsed(),
-                    first_handshake: first.unwrap_or_default(),
                 });
             }
             for (i, s) in nudgers.iter().enumerate() {
