@@ -49,10 +49,12 @@ pub struct PopScale {
     pub rss_flows_open_mib: f64,
     pub rss_saturated_mib: f64,
     pub rss_peak_mib: f64,
-    /// The POP's TCP sockets while saturated: memory in use (receive + send queues) and the
-    /// sum of their buffer limits.
-    pub socket_mem_mib: f64,
-    pub socket_limits_mib: f64,
+    /// The POP's TCP sockets while saturated, memory in use (receive + send queues) and the
+    /// sum of their buffer limits: the satellite side (toward the boxes) and the server side.
+    pub sat_mem_mib: f64,
+    pub sat_limits_mib: f64,
+    pub srv_mem_mib: f64,
+    pub srv_limits_mib: f64,
     pub goodput_gbps: f64,
     /// The POP's CPU (cores busy) and per Gbit/s of goodput.
     pub pop_cores: f64,
@@ -76,10 +78,12 @@ fn mib_of_kib(k: u64) -> f64 {
     k as f64 / 1024.0
 }
 
-/// Memory in use and limits of `socks`, in MiB.
-fn socket_mem(socks: &[SockMem]) -> (f64, f64) {
-    let used: u64 = socks.iter().map(|s| s.r + s.w).sum();
-    let limits: u64 = socks.iter().map(|s| s.rb + s.tb).sum();
+/// Memory in use and limits of the sockets `which` selects, in MiB.
+fn socket_mem(socks: &[SockMem], which: impl Fn(&SockMem) -> bool) -> (f64, f64) {
+    let (used, limits) = socks
+        .iter()
+        .filter(|s| which(s))
+        .fold((0, 0), |(u, l), s| (u + s.r + s.w, l + s.rb + s.tb));
     (used as f64 / MIB, limits as f64 / MIB)
 }
 
@@ -148,7 +152,11 @@ pub fn run(args: &PopScaleArgs) -> anyhow::Result<PopScale> {
         Instant::now(),
     );
     let (rss_sat, _) = cpu::rss_kib(pop)?;
-    let (sock_used, sock_limits) = socket_mem(&fleet.pop_sockets()?);
+    // Satellite sockets: accepted from the tunnel (peer a box); server side: toward srv.
+    let socks = fleet.pop_sockets()?;
+    let srv = format!("{}:{PORT}", crate::topo::addr::SRV);
+    let (sat_used, sat_limits) = socket_mem(&socks, |s| s.local == srv);
+    let (srv_used, srv_limits) = socket_mem(&socks, |s| s.peer == srv);
     load.stop();
     let res = load.finish()?;
     let (_, hwm) = cpu::rss_kib(pop)?;
@@ -170,8 +178,10 @@ pub fn run(args: &PopScaleArgs) -> anyhow::Result<PopScale> {
         rss_flows_open_mib: mib_of_kib(rss_open),
         rss_saturated_mib: mib_of_kib(rss_sat),
         rss_peak_mib: mib_of_kib(hwm),
-        socket_mem_mib: sock_used,
-        socket_limits_mib: sock_limits,
+        sat_mem_mib: sat_used,
+        sat_limits_mib: sat_limits,
+        srv_mem_mib: srv_used,
+        srv_limits_mib: srv_limits,
         goodput_gbps: gbps,
         pop_cores,
         pop_cores_per_gbps: if gbps > 0.0 { pop_cores / gbps } else { 0.0 },
@@ -213,8 +223,12 @@ pub fn render(r: &PopScale) -> String {
             ),
         ),
         (
-            "POP socket memory in use / limits",
-            format!("{:.1} / {:.1} MiB", r.socket_mem_mib, r.socket_limits_mib),
+            "POP satellite sockets: in use / limits",
+            format!("{:.1} / {:.1} MiB", r.sat_mem_mib, r.sat_limits_mib),
+        ),
+        (
+            "POP server-side sockets: in use / limits",
+            format!("{:.1} / {:.1} MiB", r.srv_mem_mib, r.srv_limits_mib),
         ),
         ("goodput", format!("{:.3} Gbit/s", r.goodput_gbps)),
         (
