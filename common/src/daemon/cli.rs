@@ -64,9 +64,10 @@ impl Cli {
         Cli::command().name(role.binary()).about(role.about())
     }
 
-    /// Parses the process arguments under the binary name and description of `role`.
-    pub fn parse_for(role: Role) -> Cli {
-        let matches = Cli::command_for(role).get_matches();
+    /// Parses the process arguments under the binary name and description of `role`;
+    /// `--version` prints `version` (the binary's, with its commit).
+    pub fn parse_for(role: Role, version: &'static str) -> Cli {
+        let matches = Cli::command_for(role).version(version).get_matches();
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
 
@@ -119,16 +120,12 @@ fn execute(role: Role, cli: Cli) -> Result<(), DaemonError> {
 }
 
 fn genkey() -> Result<(), DaemonError> {
-    use std::os::fd::AsFd;
     // As `wg genkey`: warn when the key is about to land in a file others can read.
-    if let Ok(st) = nix::sys::stat::fstat(std::io::stdout().as_fd()) {
-        let is_file = (st.st_mode & libc::S_IFMT) == libc::S_IFREG;
-        if is_file && st.st_mode & 0o007 != 0 {
-            eprintln!(
-                "Warning: writing to world accessible file.\n\
-                 Consider setting the umask to 077 and trying again."
-            );
-        }
+    if crate::io::stdio::stdout_is_world_readable_file() {
+        eprintln!(
+            "Warning: writing to world accessible file.\n\
+             Consider setting the umask to 077 and trying again."
+        );
     }
     println!("{}", PrivateKey::generate());
     Ok(())

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod datapath;
+pub mod logging;
 pub mod plan;
 pub mod run;
 

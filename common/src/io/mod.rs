@@ -5,6 +5,7 @@
 pub mod cmd;
 pub mod control;
 pub mod netconf;
+pub mod stdio;
 pub mod sys;
 pub mod tun;
 pub mod udp;

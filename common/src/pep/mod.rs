@@ -5,10 +5,12 @@
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
 //! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine ([`segments`]:
 //! its writes toward the satellite end on segment boundaries), [`flows`]
-//! the flow table with the `MaxFlows` pause, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
+//! the flow table with the `MaxFlows` pause, [`buffers`] each flow's share of its link's
+//! socket buffers, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
 //! `TCP_CC_INFO`), [`metrics`] is what `show` prints. The design is documented in `docs/pep.md`.
 
 pub mod bbrinfo;
+pub mod buffers;
 pub mod flows;
 pub mod metrics;
 pub mod nft;
@@ -21,6 +23,8 @@ pub mod start;
 pub mod tcpinfo;
 pub mod tenants;
 
+#[cfg(test)]
+mod tests_buffers;
 #[cfg(test)]
 mod tests_flows;
 #[cfg(test)]

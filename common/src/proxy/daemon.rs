@@ -80,7 +80,7 @@ pub fn attach(up: &UpContext) -> Result<Vec<Box<dyn Attachment>>, DaemonError> {
 }
 
 fn answer(m: &PepMonitor) -> String {
-    serde_json::to_string(&m.metrics_fresh()).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    serde_json::to_string(&m.metrics()).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
 /// Whether `plan` asks for the PEP without a tunnel.

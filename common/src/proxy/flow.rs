@@ -2,6 +2,7 @@
 //! TCP_INFO, execute resets and timeouts, and leave the flow table when done.
 
 use std::os::fd::AsFd;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Sid
 
 use super::control::FlowControl;
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
+use super::share::FlowShare;
 use super::start::{FlowStart, JUMP_CHECK};
 use super::state::Shared;
 use super::{sockopt, sys};
@@ -134,6 +136,7 @@ async fn relay_flow(
         });
     };
     refresh(&io);
+    let mut share = FlowShare::start(shared, io.sock(plan.satellite_side).get_ref(), id);
     let mut control = match &plan.starpep {
         Some(sp) => FlowControl::new(
             sp,
@@ -157,7 +160,13 @@ async fn relay_flow(
         key.client.ip(),
         id,
     );
-    supervise(shared, &io, &refresh, control.as_mut(), start.as_mut(), id).await;
+    let hooks = Hooks {
+        refresh: &refresh,
+        share: &mut share,
+        control: control.as_mut(),
+        start: start.as_mut(),
+    };
+    supervise(shared, &io, hooks, id).await;
     if let Some(c) = &control {
         c.release(&io);
     }
@@ -181,21 +190,39 @@ fn control_tick(shared: &Shared, io: &FlowIo, c: &mut FlowControl, id: FlowId) {
     });
 }
 
+/// What a flow's supervision runs besides the relay: the record refresh and the buffer share
+/// (every period), the StarPEP controller and careful resume (when on).
+struct Hooks<'a> {
+    refresh: &'a (dyn Fn(&FlowIo) + Sync),
+    share: &'a mut FlowShare,
+    control: Option<&'a mut FlowControl>,
+    start: Option<&'a mut FlowStart>,
+}
+
 /// Both directions, the idle tick, the StarPEP control tick, error watches on half-closed
 /// sockets and shutdown.
-async fn supervise(
-    shared: &Shared,
-    io: &FlowIo,
-    refresh: &(dyn Fn(&FlowIo) + Sync),
-    mut control: Option<&mut FlowControl>,
-    mut start: Option<&mut FlowStart>,
-    id: FlowId,
-) {
+async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
+    let Hooks {
+        refresh,
+        share,
+        mut control,
+        mut start,
+    } = hooks;
     let mode = shared.mode;
     let cap = shared.plan.flow_buffer;
     let pipes = match mode {
         RelayMode::Splice => match (Pipe::new(cap), Pipe::new(cap)) {
-            (Ok(a), Ok(b)) => Some([a, b]),
+            (Ok(a), Ok(b)) => {
+                if (a.short() || b.short()) && !shared.pipes_short.swap(true, Relaxed) {
+                    tracing::warn!(
+                        "splice pipes of new flows stay at {} bytes, not {cap}: the pipe pages \
+                         of the daemon's user are spent (fs.pipe-user-pages-soft); grant \
+                         CAP_SYS_RESOURCE (the packaged units do) or raise the sysctl",
+                        a.size().min(b.size())
+                    );
+                }
+                Some([a, b])
+            }
             (Err(e), _) | (_, Err(e)) => {
                 tracing::warn!("pipe for splice: {e}; copying through a buffer instead");
                 None
@@ -258,6 +285,7 @@ async fn supervise(
                 let a = io.event(Event::Tick);
                 let _ = io.exec(&a);
                 refresh(io);
+                share.tick(shared, io, id);
                 if let Some(s) = start.as_deref_mut() {
                     s.sample(shared, io, control.as_deref());
                 }

@@ -13,10 +13,12 @@ mod listener;
 pub mod netcfg;
 pub mod pump;
 mod runner;
+mod share;
 mod sockopt;
 mod start;
 mod state;
 mod sys;
+mod tasks;
 pub mod window;
 mod window_ebpf;
 
@@ -29,7 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{self, TunnelMode};
-use crate::pep::{CapSync, Plan, PlanInput, Side};
+use crate::pep::{Plan, PlanInput, Side};
 
 pub use crate::pep::{PepMetrics, Role};
 pub use error::ProxyError;
@@ -79,8 +81,6 @@ impl PepContext {
 /// Entry point of the PEP.
 pub struct Pep;
 
-/// How often counters are read from nft while new flows pass unsplit.
-const COUNTER_REFRESH: Duration = Duration::from_secs(2);
 /// How long shutdown waits for flows to reset themselves.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
@@ -166,12 +166,13 @@ impl Pep {
             .into_iter()
             .map(|l| tokio::spawn(listener::accept_loop(shared.clone(), l)))
             .collect();
-        tasks.push(tokio::spawn(intercept_task(
+        tasks.push(tokio::spawn(tasks::intercept(
             shared.clone(),
             net.clone(),
             intercept_rx,
         )));
-        tasks.push(tokio::spawn(cap_task(shared.clone(), net.clone())));
+        tasks.push(tokio::spawn(tasks::caps(shared.clone(), net.clone())));
+        tasks.push(tokio::spawn(tasks::counters(shared.clone())));
         tasks.push(tokio::spawn(start::routes_task(
             shared.clone(),
             net.clone(),
@@ -185,97 +186,6 @@ impl Pep {
     }
 }
 
-/// Applies pause/resume decisions in order (latest wins) and refreshes the nft counters while
-/// flows pass unsplit.
-async fn intercept_task(
-    shared: Arc<Shared>,
-    net: Arc<Mutex<NetCfg>>,
-    mut rx: watch::Receiver<bool>,
-) {
-    let mut shutdown = shared.shutdown_rx.clone();
-    let mut applied = true;
-    loop {
-        tokio::select! {
-            r = rx.changed() => {
-                if r.is_err() {
-                    return;
-                }
-                let on = *rx.borrow_and_update();
-                if on != applied {
-                    let n = net.clone();
-                    let res = tokio::task::spawn_blocking(move || {
-                        n.lock().unwrap_or_else(|e| e.into_inner()).set_intercepting(on)
-                    })
-                    .await;
-                    match res {
-                        Ok(Ok(())) => applied = on,
-                        Ok(Err(e)) => tracing::error!("{e}"),
-                        Err(e) => tracing::error!("nft task: {e}"),
-                    }
-                    shared.table(|t| t.set_intercepting(applied));
-                }
-                refresh_counters(&shared).await;
-            }
-            _ = tokio::time::sleep(COUNTER_REFRESH), if !applied => refresh_counters(&shared).await,
-            _ = until_shutdown(&mut shutdown) => return,
-        }
-    }
-}
-
-/// How soon a cap step nft refused is tried again.
-const CAP_RETRY: Duration = Duration::from_secs(1);
-
-/// Keeps the nft sets of capped clients (`MaxFlowsPerClient`) equal to the flow table's
-/// state: woken by every cap or uncap, it reads which clients are capped now (under the
-/// table's lock) and applies each difference, one client per nft transaction; a refused one is
-/// logged once and retried.
-async fn cap_task(shared: Arc<Shared>, net: Arc<Mutex<NetCfg>>) {
-    let mut shutdown = shared.shutdown_rx.clone();
-    let mut sync = CapSync::default();
-    let mut failing = false;
-    loop {
-        tokio::select! {
-            _ = shared.cap_notify.notified() => {}
-            _ = tokio::time::sleep(CAP_RETRY), if failing => {}
-            _ = until_shutdown(&mut shutdown) => return,
-        }
-        let want = shared.table(|t| t.client_cap().0.capped_set().clone());
-        let steps = sync.diff(&shared.plan.tenants, &want);
-        let was_failing = failing;
-        failing = false;
-        for step in steps {
-            let n = net.clone();
-            let ops = step.ops.clone();
-            let res = tokio::task::spawn_blocking(move || {
-                n.lock().unwrap_or_else(|e| e.into_inner()).set_capped(&ops)
-            })
-            .await;
-            match res {
-                Ok(Ok(())) => sync.applied(&step),
-                Ok(Err(e)) => {
-                    if !was_failing {
-                        tracing::error!("client {:?}: {e} (retrying)", step.tenant);
-                    }
-                    failing = true;
-                }
-                Err(e) => {
-                    tracing::error!("nft task: {e}");
-                    failing = true;
-                }
-            }
-        }
-    }
-}
-
-async fn refresh_counters(shared: &Arc<Shared>) {
-    let s = shared.clone();
-    let _ = tokio::task::spawn_blocking(move || match netcfg::read_counters(&s.plan.table) {
-        Ok(c) => s.set_counters(c),
-        Err(e) => tracing::debug!("{e}"),
-    })
-    .await;
-}
-
 /// A running PEP. Dropping it without [`PepHandle::shutdown`] still removes the nft table and
 /// routing rules (and the flows end with the runtime).
 pub struct PepHandle {
@@ -286,17 +196,10 @@ pub struct PepHandle {
 }
 
 impl PepHandle {
-    /// Snapshot of the flow table and counters (nft counters as last read; see
-    /// [`PepHandle::refresh_counters`]).
+    /// Snapshot of the flow table and counters (the nft SYN counters as the counters task
+    /// last read them).
     pub fn metrics(&self) -> PepMetrics {
         self.shared.metrics()
-    }
-
-    /// Reads the nft counters now (runs `nft`, a few ms; blocking).
-    pub fn refresh_counters(&self) -> Result<(), ProxyError> {
-        let c = netcfg::read_counters(&self.shared.plan.table)?;
-        self.shared.set_counters(c);
-        Ok(())
     }
 
     /// Live flows.

@@ -129,23 +129,38 @@ pub struct Pipe {
     r: OwnedFd,
     w: OwnedFd,
     size: usize,
+    /// Smaller than asked: the user's pipe pages are spent.
+    short: bool,
 }
 
 impl Pipe {
-    /// A nonblocking pipe of at least `size` bytes (the kernel rounds up to pages).
+    /// A nonblocking pipe of at least `size` bytes (the kernel rounds up to pages). Without
+    /// CAP_SYS_RESOURCE the pipes of all the user's processes share `fs.pipe-user-pages-soft`
+    /// (16384 pages): past it the kernel refuses to grow a pipe, and this one keeps the size it
+    /// was created with (as small as two pages) rather than failing.
     pub fn new(size: usize) -> io::Result<Pipe> {
         let (r, w) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)?;
-        let got = fcntl(&w, FcntlArg::F_SETPIPE_SZ(size as i32))?;
+        let (got, short) = match fcntl(&w, FcntlArg::F_SETPIPE_SZ(size as i32)) {
+            Ok(n) => (n, false),
+            Err(Errno::EPERM) => (fcntl(&w, FcntlArg::F_GETPIPE_SZ)?, true),
+            Err(e) => return Err(e.into()),
+        };
         Ok(Pipe {
             r,
             w,
             size: got as usize,
+            short,
         })
     }
 
     /// The pipe's real capacity in bytes.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// Whether the kernel refused the size asked for (the user's pipe pages are spent).
+    pub fn short(&self) -> bool {
+        self.short
     }
 }
 

@@ -24,16 +24,8 @@ pub struct PepMonitor {
 }
 
 impl PepMonitor {
+    /// The flow table and the daemon's copy of the nft SYN counters (no `nft` run here).
     pub fn metrics(&self) -> PepMetrics {
-        self.shared.metrics()
-    }
-
-    /// Metrics with the nft counters read now (runs `nft`; blocking, a few ms).
-    pub fn metrics_fresh(&self) -> PepMetrics {
-        match super::netcfg::read_counters(&self.shared.plan.table) {
-            Ok(c) => self.shared.set_counters(c),
-            Err(e) => tracing::debug!("{e}"),
-        }
         self.shared.metrics()
     }
 }

@@ -1,7 +1,7 @@
 //! State shared by the PEP's tasks: the plan, the flow table, the interception switch, the
 //! shutdown signal and the last nft counter values.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -32,6 +32,8 @@ pub struct Shared {
     pub overflow_syns: AtomicU64,
     pub intercepted_syns: AtomicU64,
     pub capped_syns: AtomicU64,
+    /// A flow's splice pipe came out smaller than `FlowBuffer` (logged once).
+    pub pipes_short: AtomicBool,
     /// StarPEP: the window back-end (with `Mode = starpep`), the controllers' clock and the
     /// per-tick log.
     pub window: Option<Arc<dyn WindowBackend>>,
@@ -65,6 +67,7 @@ impl Shared {
             overflow_syns: AtomicU64::new(0),
             intercepted_syns: AtomicU64::new(0),
             capped_syns: AtomicU64::new(0),
+            pipes_short: AtomicBool::new(false),
             window: None,
             clock: Clock::new(),
             control_log: None,
