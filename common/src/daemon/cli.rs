@@ -10,6 +10,7 @@ use crate::config::{self, PrivateKey};
 use crate::io::control;
 use crate::tunnel::InterfaceMetrics;
 
+use super::control::{PEP_REQUEST, SHOW_REQUEST};
 use super::{run, DaemonError, Role};
 
 /// StarPEP-WG endpoint daemon.
@@ -94,7 +95,7 @@ pub fn dispatch(role: Role, cli: Cli) -> ExitCode {
 
 fn execute(role: Role, cli: Cli) -> Result<(), DaemonError> {
     match cli.command {
-        Command::Run { config, .. } => run::run_with(role, &config, &crate::proxy::daemon::attach),
+        Command::Run { config, .. } => run::run(role, &config),
         Command::Check { config } => {
             let plan = run::validate(role, &config)?;
             if let Err(e) = run::check_perms(&config) {
@@ -163,13 +164,13 @@ fn show(iface: Option<String>, config: Option<PathBuf>, json: bool) -> Result<()
     let mut all = Vec::new();
     let mut peps = Vec::new();
     for i in &ifaces {
-        let text = control::request(i, "show")?;
+        let text = control::request(i, SHOW_REQUEST)?;
         let m: InterfaceMetrics = serde_json::from_str(&text).map_err(|e| {
             DaemonError::Usage(format!("{i}: bad answer from the daemon: {e}: {text}"))
         })?;
         all.push(m);
         // The PEP's block, when the daemon splits TCP (an error answer: no PEP).
-        let pep = control::request(i, crate::proxy::daemon::PEP_REQUEST)
+        let pep = control::request(i, PEP_REQUEST)
             .ok()
             .and_then(|t| serde_json::from_str::<crate::proxy::PepMetrics>(&t).ok());
         peps.push(pep);

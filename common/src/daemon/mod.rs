@@ -2,10 +2,13 @@
 //!
 //! Both binaries are `Cli::parse_for(role)` + `dispatch`: the client has exactly one peer (its
 //! POP, with an Endpoint), the POP any number. Threads: `tun-to-udp` and `udp-to-tun` (the data
-//! path, [`datapath`]), `control` (the `show` socket) and the main thread (timers, signals).
+//! path, [`datapath`]), `control` (the `show` socket, [`control`]), the PEP's runtime ([`pep`])
+//! and the main thread (timers, signals).
 
 pub mod cli;
+pub mod control;
 pub mod datapath;
+pub mod pep;
 pub mod plan;
 pub mod run;
 
@@ -57,6 +60,8 @@ pub enum DaemonError {
     Io(#[from] crate::io::IoError),
     #[error(transparent)]
     Engine(#[from] crate::tunnel::EngineError),
+    #[error("start PEP: {0}")]
+    Pep(#[source] crate::proxy::ProxyError),
     #[error("{0} hook: {1}")]
     Hook(&'static str, crate::io::IoError),
     #[error("{0}")]

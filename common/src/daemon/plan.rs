@@ -34,7 +34,7 @@ pub struct Plan {
     /// route needs the policy-routing trick.
     pub socket_mark: Option<u32>,
     pub hooks: Hooks,
-    /// The `[PEP]` section, for what runs on top of the tunnel (see `run::Attach`).
+    /// The `[PEP]` section, for what runs on top of the tunnel (`daemon::pep`).
     pub pep: Option<crate::config::Pep>,
 }
 

@@ -6,7 +6,6 @@
 //! removes everything on [`PepHandle::shutdown`] (or on drop). See `docs/pep.md`.
 
 mod control;
-pub mod daemon;
 pub mod error;
 mod flow;
 mod listener;

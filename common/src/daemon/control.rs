@@ -1,0 +1,68 @@
+//! The daemon's one control thread: answers the requests of `show` on the interface's control
+//! socket (`io::control`), with or without a tunnel.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::io::control::ControlServer;
+use crate::io::IoError;
+use crate::proxy::PepMonitor;
+use crate::tunnel::{Engine, InterfaceInfo};
+
+/// The request answered with the interface and its peers (JSON `InterfaceMetrics`).
+pub const SHOW_REQUEST: &str = "show";
+/// The request answered with the PEP's metrics (JSON `PepMetrics`); an error without a PEP.
+pub const PEP_REQUEST: &str = "pep";
+
+/// What the control thread answers from.
+pub struct Answers {
+    pub info: InterfaceInfo,
+    /// The peers (without tunnel the engine only describes them: no handshakes).
+    pub engine: Arc<Engine>,
+    /// Handshakes happen: their dates are taken from the wall clock (0 otherwise).
+    pub tunnel: bool,
+    pub pep: Option<PepMonitor>,
+}
+
+fn error(msg: impl std::fmt::Display) -> String {
+    serde_json::json!({ "error": msg.to_string() }).to_string()
+}
+
+impl Answers {
+    /// The answer to one request line.
+    pub fn answer(&self, req: &str) -> String {
+        match req {
+            SHOW_REQUEST => {
+                let now = if self.tunnel { unix_now() } else { 0 };
+                serde_json::to_string(&self.engine.snapshot(&self.info, now)).unwrap_or_else(error)
+            }
+            PEP_REQUEST => match &self.pep {
+                Some(m) => serde_json::to_string(&m.metrics_fresh()).unwrap_or_else(error),
+                None => error(format!("unknown request {req:?}")),
+            },
+            other => error(format!("unknown request {other:?}")),
+        }
+    }
+}
+
+/// Serves `server` on its own thread until `stop`.
+pub fn spawn(
+    server: ControlServer,
+    answers: Answers,
+    stop: &Arc<AtomicBool>,
+) -> Result<JoinHandle<()>, IoError> {
+    let stop = stop.clone();
+    std::thread::Builder::new()
+        .name("control".into())
+        .spawn(move || server.serve(&stop, |req| answers.answer(req)))
+        .map_err(|e| IoError::sys("spawn control thread", e))
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
