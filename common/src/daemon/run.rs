@@ -185,7 +185,7 @@ fn timer_loop(s: &Shared) {
     let mut buf = vec![0u8; MIN_DST.max(256)];
     while !s.stop.load(Relaxed) {
         s.engine.reset_rate_limiter();
-        for i in 0..s.engine.peers().len() {
+        for i in 0..s.engine.slots() {
             if let Some((to, d)) = s.engine.tick(i, &mut buf) {
                 datapath::send_one(s, d, to);
             }
