@@ -1,5 +1,5 @@
-//! The daemon's one control thread: answers the requests of `show` on the interface's control
-//! socket (`io::control`), with or without a tunnel.
+//! The daemon's one control thread: answers the requests of `show` and `reload` on the
+//! interface's control socket (`io::control`), with or without a tunnel.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -11,10 +11,15 @@ use crate::io::IoError;
 use crate::proxy::PepMonitor;
 use crate::tunnel::{Engine, InterfaceInfo};
 
+use super::reload::{reload_logged, SharedReloader};
+
 /// The request answered with the interface and its peers (JSON `InterfaceMetrics`).
 pub const SHOW_REQUEST: &str = "show";
 /// The request answered with the PEP's metrics (JSON `PepMetrics`); an error without a PEP.
 pub const PEP_REQUEST: &str = "pep";
+/// The request that reloads the config file: answered with `{"reloaded": ReloadReport}`, or
+/// `{"error": "..."}` (every reason, one per line; nothing changed).
+pub const RELOAD_REQUEST: &str = "reload";
 
 /// What the control thread answers from.
 pub struct Answers {
@@ -24,6 +29,7 @@ pub struct Answers {
     /// Handshakes happen: their dates are taken from the wall clock (0 otherwise).
     pub tunnel: bool,
     pub pep: Option<PepMonitor>,
+    pub reloader: SharedReloader,
 }
 
 fn error(msg: impl std::fmt::Display) -> String {
@@ -41,6 +47,10 @@ impl Answers {
             PEP_REQUEST => match &self.pep {
                 Some(m) => serde_json::to_string(&m.metrics_fresh()).unwrap_or_else(error),
                 None => error(format!("unknown request {req:?}")),
+            },
+            RELOAD_REQUEST => match reload_logged(&self.reloader, "reload command") {
+                Ok(r) => serde_json::json!({ "reloaded": r }).to_string(),
+                Err(e) => error(e),
             },
             other => error(format!("unknown request {other:?}")),
         }

@@ -5,11 +5,13 @@
 //! path, [`datapath`]), `control` (the `show` socket, [`control`]), the PEP's runtime ([`pep`])
 //! and the main thread (timers, signals).
 
+pub mod change;
 pub mod cli;
 pub mod control;
 pub mod datapath;
 pub mod pep;
 pub mod plan;
+pub mod reload;
 pub mod run;
 
 pub use cli::{dispatch, Cli};
@@ -66,6 +68,12 @@ pub enum DaemonError {
     Hook(&'static str, crate::io::IoError),
     #[error("{0}")]
     Usage(String),
+    /// A reload the running daemon cannot apply, one reason per line (nothing changed).
+    #[error("cannot apply live:\n{0}")]
+    Refused(String),
+    /// The daemon answered a `reload` with an error.
+    #[error("{iface}: reload refused, nothing changed:\n{message}")]
+    Reload { iface: String, message: String },
     /// `run` refuses a config file group/others can access.
     #[error("refusing to run: {0}")]
     Perms(#[from] crate::config::PermsError),

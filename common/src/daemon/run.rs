@@ -1,4 +1,5 @@
-//! `run`: bring the interface up in a safe order, run until SIGINT/SIGTERM, tear it all down.
+//! `run`: bring the interface up in a safe order, run until SIGINT/SIGTERM (SIGHUP reloads the
+//! file, [`super::reload`]), tear it all down.
 //!
 //! Order: refuse a config group/others can access ([`check_perms`]), parse and validate, resolve
 //! endpoints, bind the UDP and control sockets (nothing in the system changes until all of that
@@ -12,7 +13,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::config;
@@ -25,6 +26,7 @@ use super::control::{self, Answers};
 use super::datapath::{self, IoCounters, Shared};
 use super::pep;
 use super::plan::{plan, Plan};
+use super::reload::{reload_logged, Reloader, SharedReloader};
 use super::{DaemonError, Role};
 
 /// Timer period of every peer (boringtun wants 100–250 ms).
@@ -54,7 +56,8 @@ pub fn check_perms(path: &Path) -> Result<(), DaemonError> {
 }
 
 /// Runs the daemon for the config at `path` until SIGINT or SIGTERM: the tunnel, and the PEP on
-/// top of it when `[PEP]` splits (or the PEP alone with `Tunnel = none`).
+/// top of it when `[PEP]` splits (or the PEP alone with `Tunnel = none`). SIGHUP reloads the
+/// file (as the `reload` command does).
 pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     check_perms(path)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -64,9 +67,12 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
             .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
             .map_err(|e| IoError::sys("install signal handler", e))?;
     }
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+        .map_err(|e| IoError::sys("install SIGHUP handler", e))?;
     let plan = validate(role, path)?;
     if pep::without_tunnel(&plan) {
-        return run_without_tunnel(role, &plan, &stop);
+        return run_without_tunnel(role, path, &plan, &stop, &hup);
     }
     let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
     let control = ControlServer::bind(&plan.iface)?;
@@ -105,17 +111,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     };
     let mut threads = datapath::spawn(&shared).map_err(|e| IoError::sys("spawn data path", e))?;
     // The PEP on top of the running tunnel; a failure brings the interface down again.
-    let started = pep::start(role, &plan, true).and_then(|runner| {
-        let answers = Answers {
-            info,
-            engine: engine.clone(),
-            tunnel: true,
-            pep: runner.as_ref().map(PepRunner::monitor),
-        };
-        threads.push(control::spawn(control, answers, &stop)?);
-        Ok(runner)
-    });
-    let runner = match started {
+    let runner = match pep::start(role, &plan, true, engine.slot_allowed_ips()) {
         Ok(r) => r,
         Err(e) => {
             stop.store(true, Relaxed);
@@ -125,8 +121,35 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
             return Err(e);
         }
     };
+    let monitor = runner.as_ref().map(PepRunner::monitor);
+    let reloader: SharedReloader = Arc::new(Mutex::new(Reloader::new(
+        role,
+        path.to_path_buf(),
+        plan.clone(),
+        engine.clone(),
+        Some(applied),
+        monitor.clone(),
+    )));
+    let answers = Answers {
+        info,
+        engine: engine.clone(),
+        tunnel: true,
+        pep: monitor,
+        reloader: reloader.clone(),
+    };
+    match control::spawn(control, answers, &stop) {
+        Ok(t) => threads.push(t),
+        Err(e) => {
+            stop.store(true, Relaxed);
+            drop(runner);
+            for t in threads {
+                let _ = t.join();
+            }
+            return Err(e.into());
+        }
+    }
 
-    timer_loop(&shared);
+    timer_loop(&shared, &hup, &reloader);
 
     tracing::info!(iface = %plan.iface, "shutting down");
     for h in &plan.hooks.pre_down {
@@ -141,6 +164,10 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     for t in threads {
         let _ = t.join();
     }
+    let applied = reloader
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take_net();
     drop(shared);
     drop(tun); // last reference: the link and its routes disappear
     drop(applied); // policy rules
@@ -154,12 +181,27 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
 
 /// `run` with `Tunnel = none`: no TUN and no UDP socket; the PEP splits flows routed across the
 /// satellite link in clear. Runs until `stop` (SIGINT/SIGTERM), then removes everything.
-fn run_without_tunnel(role: Role, plan: &Plan, stop: &Arc<AtomicBool>) -> Result<(), DaemonError> {
+fn run_without_tunnel(
+    role: Role,
+    path: &Path,
+    plan: &Plan,
+    stop: &Arc<AtomicBool>,
+    hup: &AtomicBool,
+) -> Result<(), DaemonError> {
     let control = ControlServer::bind(&plan.iface)?;
     // The engine only describes the interface and its peers for `show` (no handshakes here).
     let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
-    let runner = pep::start(role, plan, false)?.expect("checked by without_tunnel");
+    let runner = pep::start(role, plan, false, engine.slot_allowed_ips())?
+        .expect("checked by without_tunnel");
     tracing::info!(iface = %plan.iface, "{} PEP up without tunnel", role.name());
+    let reloader: SharedReloader = Arc::new(Mutex::new(Reloader::new(
+        role,
+        path.to_path_buf(),
+        plan.clone(),
+        engine.clone(),
+        None,
+        Some(runner.monitor()),
+    )));
     let answers = Answers {
         info: InterfaceInfo {
             interface: plan.iface.clone(),
@@ -169,9 +211,13 @@ fn run_without_tunnel(role: Role, plan: &Plan, stop: &Arc<AtomicBool>) -> Result
         engine,
         tunnel: false,
         pep: Some(runner.monitor()),
+        reloader: reloader.clone(),
     };
     let control_thread = control::spawn(control, answers, stop)?;
     while !stop.load(Relaxed) {
+        if hup.swap(false, Relaxed) {
+            let _ = reload_logged(&reloader, "SIGHUP");
+        }
         std::thread::sleep(POLL);
     }
     tracing::info!(iface = %plan.iface, "shutting down");
@@ -180,10 +226,13 @@ fn run_without_tunnel(role: Role, plan: &Plan, stop: &Arc<AtomicBool>) -> Result
     Ok(())
 }
 
-/// Drives every peer's timers and the rate limiter until `stop`.
-fn timer_loop(s: &Shared) {
+/// Drives every peer's timers and the rate limiter until `stop`; reloads on SIGHUP.
+fn timer_loop(s: &Shared, hup: &AtomicBool, reloader: &SharedReloader) {
     let mut buf = vec![0u8; MIN_DST.max(256)];
     while !s.stop.load(Relaxed) {
+        if hup.swap(false, Relaxed) {
+            let _ = reload_logged(reloader, "SIGHUP");
+        }
         s.engine.reset_rate_limiter();
         for i in 0..s.engine.slots() {
             if let Some((to, d)) = s.engine.tick(i, &mut buf) {

@@ -5,7 +5,7 @@
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
 //! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine, [`flows`]
 //! the flow table with the `MaxFlows` pause, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
-//! `TCP_CC_INFO`), [`metrics`] is what `show` prints. The design is documented in `docs/pep.md`.
+//! `TCP_CC_INFO`), [`metrics`] is what `show` prints, [`reload`] what a reload may change. The design is documented in `docs/pep.md`.
 
 pub mod bbrinfo;
 pub mod flows;
@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod nft;
 pub mod plan;
 pub mod relay;
+pub mod reload;
 pub mod routes;
 pub mod starpep;
 pub mod start;

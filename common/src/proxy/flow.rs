@@ -1,5 +1,6 @@
 //! One split flow: connect toward the original destination, run both relay directions, sample
-//! TCP_INFO, execute resets and timeouts, and leave the flow table when done.
+//! TCP_INFO, execute resets and timeouts (and a reload's revocation), and leave the flow table
+//! when done. A flow runs with the plan it started with.
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Sid
 
 use super::control::FlowControl;
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
+use super::reload::Revocation;
 use super::start::{FlowStart, JUMP_CHECK};
 use super::state::Shared;
 use super::{sockopt, sys};
@@ -44,7 +46,9 @@ async fn relay_flow(
     key: FlowKey,
     id: FlowId,
 ) -> (FlowState, u64, u64) {
-    let plan = &shared.plan;
+    let plan = shared.plan();
+    let plan = &*plan;
+    let mut revocation = Revocation::new(shared, id);
     let mut relay = Relay::new(plan.flow_buffer, plan.idle_timeout, Instant::now());
     let reset_accepted = |s: &Socket| {
         let _ = s.set_linger(Some(Duration::ZERO));
@@ -87,11 +91,17 @@ async fn relay_flow(
             Err(e) => Err(e.to_string()),
         },
         _ = super::until_shutdown(&mut shutdown) => Err("daemon shutting down".into()),
+        _ = revocation.wait() => Err("its peer was removed".into()),
     };
     if let Err(e) = outcome {
         tracing::info!("connect {} failed: {e}; resetting the client", key.server);
         reset_accepted(accepted.get_ref());
-        relay.on(Event::ConnectFailed, Instant::now());
+        let ev = if revocation.is_revoked() {
+            Event::Revoke
+        } else {
+            Event::ConnectFailed
+        };
+        relay.on(ev, Instant::now());
         return (relay.state(), 0, 0);
     }
     relay.on(Event::Connected, Instant::now());
@@ -156,7 +166,20 @@ async fn relay_flow(
         key.client.ip(),
         id,
     );
-    supervise(shared, &io, &refresh, control.as_mut(), start.as_mut(), id).await;
+    let flow = Supervised {
+        plan,
+        id,
+        revocation,
+    };
+    supervise(
+        shared,
+        &io,
+        &refresh,
+        control.as_mut(),
+        start.as_mut(),
+        flow,
+    )
+    .await;
     if let Some(c) = &control {
         c.release(&io);
     }
@@ -180,18 +203,30 @@ fn control_tick(shared: &Shared, io: &FlowIo, c: &mut FlowControl, id: FlowId) {
     });
 }
 
+/// What [`supervise`] needs of the flow.
+struct Supervised<'a> {
+    plan: &'a crate::pep::Plan,
+    id: FlowId,
+    revocation: Revocation,
+}
+
 /// Both directions, the idle tick, the StarPEP control tick, error watches on half-closed
-/// sockets and shutdown.
+/// sockets, shutdown and revocation.
 async fn supervise(
     shared: &Shared,
     io: &FlowIo,
     refresh: &(dyn Fn(&FlowIo) + Sync),
     mut control: Option<&mut FlowControl>,
     mut start: Option<&mut FlowStart>,
-    id: FlowId,
+    flow: Supervised<'_>,
 ) {
+    let Supervised {
+        plan,
+        id,
+        mut revocation,
+    } = flow;
     let mode = shared.mode;
-    let cap = shared.plan.flow_buffer;
+    let cap = plan.flow_buffer;
     let pipes = match mode {
         RelayMode::Splice => match (Pipe::new(cap), Pipe::new(cap)) {
             (Ok(a), Ok(b)) => Some([a, b]),
@@ -263,11 +298,16 @@ async fn supervise(
             },
             _ = jump_tick.tick(), if start.as_ref().is_some_and(|s| s.jumping()) => {
                 if let Some(s) = start.as_deref_mut() {
-                    s.jump_tick(io.sock(shared.plan.satellite_side).get_ref(), shared.clock.now());
+                    s.jump_tick(io.sock(plan.satellite_side).get_ref(), shared.clock.now());
                 }
             },
             _ = super::until_shutdown(&mut shutdown) => {
                 let a = io.event(Event::Shutdown);
+                let _ = io.exec(&a);
+            },
+            _ = revocation.wait() => {
+                tracing::debug!("its peer was removed: resetting");
+                let a = io.event(Event::Revoke);
                 let _ = io.exec(&a);
             },
         }

@@ -20,7 +20,7 @@ const WORKERS: usize = 2;
 /// Read-only view of a running PEP, for `show`.
 #[derive(Clone)]
 pub struct PepMonitor {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl PepMonitor {
@@ -30,7 +30,7 @@ impl PepMonitor {
 
     /// Metrics with the nft counters read now (runs `nft`; blocking, a few ms).
     pub fn metrics_fresh(&self) -> PepMetrics {
-        match super::netcfg::read_counters(&self.shared.plan.table) {
+        match super::netcfg::read_counters(&self.shared.plan().table) {
             Ok(c) => self.shared.set_counters(c),
             Err(e) => tracing::debug!("{e}"),
         }

@@ -188,6 +188,11 @@ impl Engine {
         self.table().allowed_ips()
     }
 
+    /// [`Engine::slot_allowed_ips`] as it will be once `diff` is applied.
+    pub fn slot_allowed_ips_after(&self, diff: &PeerDiff) -> Vec<Vec<ipnet::IpNet>> {
+        self.table().allowed_ips_after(diff)
+    }
+
     /// The peer whose AllowedIPs hold `addr` (longest prefix).
     pub fn route(&self, addr: IpAddr) -> Option<usize> {
         self.table().route(addr)

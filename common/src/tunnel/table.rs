@@ -10,6 +10,7 @@ use std::sync::Arc;
 use ipnet::IpNet;
 
 use super::allowed_ips::AllowedIps;
+use super::diff::PeerDiff;
 use super::peer::{Peer, PeerSpec};
 
 /// Slots are the high 24 bits of a session index.
@@ -84,5 +85,22 @@ impl PeerTable {
             .map(|s| s.as_ref().map(|p| p.lock().spec.allowed_ips.clone()))
             .map(Option::unwrap_or_default)
             .collect()
+    }
+
+    /// [`PeerTable::allowed_ips`] as it will be once `diff` is applied.
+    pub fn allowed_ips_after(&self, diff: &PeerDiff) -> Vec<Vec<IpNet>> {
+        let mut v = self.allowed_ips();
+        for key in &diff.removed {
+            if let Some(i) = self.slot_of(key) {
+                v[i].clear();
+            }
+        }
+        for ch in &diff.changed {
+            if let Some(i) = self.slot_of(&ch.spec.public_key) {
+                v[i] = ch.spec.allowed_ips.clone();
+            }
+        }
+        v.extend(diff.added.iter().map(|p| p.allowed_ips.clone()));
+        v
     }
 }

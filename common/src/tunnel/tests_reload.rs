@@ -47,7 +47,9 @@ fn a_reload_keeps_untouched_sessions_stops_removed_peers_and_starts_added_ones()
         spec(ap, None, &["10.1.0.0/24", "10.5.0.0/24"]),
     ];
     let diff = diff_peers(&old, &new).unwrap();
+    let predicted = pop.slot_allowed_ips_after(&diff);
     pop.apply(&diff, &new).unwrap();
+    assert_eq!(pop.slot_allowed_ips(), predicted);
     let peers = pop.peers();
     assert_eq!(peers.len(), 2);
     assert_eq!((peers[0].index, peers[1].index), (0, 2), "slots are kept");
