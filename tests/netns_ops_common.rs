@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use starpep_testbed::bench::vpn;
 use starpep_tests::{bin_path, payload, sha256_hex, Node, Topology};
 
@@ -231,4 +232,37 @@ pub fn conf_path(topo: &Topology, name: &str) -> PathBuf {
 
 pub fn stem(p: &Path) -> String {
     p.file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+/// `starpep-pop show IFACE --json` in the POP namespace.
+pub fn show(topo: &Topology, iface: &str) -> Value {
+    let (ok, out, err) = run_bin(topo, Node::Pop, "starpep-pop", &["show", iface, "--json"]);
+    assert!(ok, "show: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("show --json: {e}: {out}"))
+}
+
+/// The peer of `show --json` with public key `key`.
+pub fn peer<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    v["peers"]
+        .as_array()?
+        .iter()
+        .find(|p| p["public_key"] == key)
+}
+
+/// The POP's split flows whose client address is `ip`.
+pub fn flows_from(v: &Value, ip: &str) -> Vec<Value> {
+    v["pep"]["flows"]
+        .as_array()
+        .map(|fs| {
+            fs.iter()
+                .filter(|f| {
+                    f["client"]
+                        .as_str()
+                        .and_then(|c| c.parse::<SocketAddr>().ok())
+                        .is_some_and(|c| c.ip().to_string() == ip)
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }

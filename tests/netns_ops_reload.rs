@@ -30,37 +30,6 @@ fn pop_conf(private: &str, peers: &[String], pep_extra: &str) -> String {
     )
 }
 
-fn show(topo: &Topology, iface: &str) -> Value {
-    let (ok, out, err) = run_bin(topo, Node::Pop, "starpep-pop", &["show", iface, "--json"]);
-    assert!(ok, "show: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("show --json: {e}: {out}"))
-}
-
-fn peer<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    v["peers"]
-        .as_array()?
-        .iter()
-        .find(|p| p["public_key"] == key)
-}
-
-/// The POP's split flows whose client address is `ip`.
-fn flows_from(v: &Value, ip: &str) -> Vec<Value> {
-    v["pep"]["flows"]
-        .as_array()
-        .map(|fs| {
-            fs.iter()
-                .filter(|f| {
-                    f["client"]
-                        .as_str()
-                        .and_then(|c| c.parse::<SocketAddr>().ok())
-                        .is_some_and(|c| c.ip().to_string() == ip)
-                })
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn srv(port: u16) -> SocketAddr {
     SocketAddr::from(([10, 2, 0, 2], port))
 }

@@ -6,7 +6,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock};
 
 use boringtun::noise::errors::WireGuardError;
 use boringtun::noise::handshake::parse_handshake_anon;
@@ -14,9 +14,8 @@ use boringtun::noise::rate_limiter::RateLimiter;
 use boringtun::noise::{Packet, Tunn, TunnResult};
 use boringtun::x25519::{PublicKey, StaticSecret};
 
-use super::diff::{diff_peers, PeerDiff};
-use super::peer::{canonical, Peer, PeerSpec, PeerState};
-use super::table::{PeerTable, MAX_SLOTS};
+use super::peer::{canonical, Peer, PeerState};
+use super::table::PeerTable;
 
 /// Handshake messages per second before cookies are demanded. Each handshake message passes the
 /// shared limiter twice (once here to find the peer, once inside `Tunn`), so this is 2 × 100/s.
@@ -83,116 +82,15 @@ pub enum Inbound<'a> {
 /// The peers of one interface and the cryptokey routing between them. The table changes only
 /// on a reload ([`Engine::apply`]); every packet takes its read lock.
 pub struct Engine {
-    public: PublicKey,
-    secret: StaticSecret,
-    table: RwLock<PeerTable>,
-    limiter: Arc<RateLimiter>,
+    pub(super) public: PublicKey,
+    pub(super) secret: StaticSecret,
+    pub(super) table: RwLock<PeerTable>,
+    pub(super) limiter: Arc<RateLimiter>,
     pub counters: EngineCounters,
 }
 
+/// The engine's building, its reloads and its views of the peers are in `engine_peers.rs`.
 impl Engine {
-    /// Builds the engine for `private_key` and `peers`. AllowedIPs shared by two peers go to the
-    /// later one, as with `wg setconf`.
-    pub fn new(private_key: [u8; 32], peers: Vec<PeerSpec>) -> Result<Engine, EngineError> {
-        let secret = StaticSecret::from(private_key);
-        let public = PublicKey::from(&secret);
-        let limiter = Arc::new(RateLimiter::new(&public, HANDSHAKE_RATE_LIMIT));
-        let engine = Engine {
-            public,
-            secret,
-            table: RwLock::default(),
-            limiter,
-            counters: EngineCounters::default(),
-        };
-        let diff = diff_peers(&[], &peers).map_err(|_| duplicate(&peers))?;
-        engine.apply(&diff, &peers)?;
-        Ok(engine)
-    }
-
-    /// Applies a reload: `diff` from the running peers to `order` (the new file's peers, in
-    /// its order). Removed peers stop at once (their slot stays empty), added ones take new
-    /// slots, changed ones are updated in place (a new session only if their preshared key or
-    /// keepalive changed); untouched peers keep their sessions.
-    pub fn apply(&self, diff: &PeerDiff, order: &[PeerSpec]) -> Result<(), EngineError> {
-        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
-        if t.len() + diff.added.len() > MAX_SLOTS {
-            return Err(EngineError::TooManyPeers(t.len() + diff.added.len()));
-        }
-        for key in &diff.removed {
-            if let Some(p) = t.remove(key) {
-                p.span.in_scope(|| tracing::info!("peer removed"));
-            }
-        }
-        for ch in &diff.changed {
-            let Some(peer) = t.slot_of(&ch.spec.public_key).and_then(|i| t.get(i)) else {
-                continue;
-            };
-            let mut st = peer.lock();
-            if ch.session {
-                st.tunn = self.tunn(&ch.spec, peer.index);
-            }
-            if ch.endpoint && ch.spec.endpoint.is_some() {
-                st.endpoint = ch.spec.endpoint;
-            }
-            st.spec = ch.spec.clone();
-            peer.span.in_scope(|| {
-                tracing::info!(
-                    allowed_ips = ch.allowed_ips,
-                    endpoint = ch.endpoint,
-                    new_session = ch.session,
-                    "peer changed"
-                )
-            });
-        }
-        for spec in &diff.added {
-            let slot = t.next_slot() as u32;
-            let peer = Peer::new(slot, spec.clone(), self.tunn(spec, slot));
-            peer.span.in_scope(|| tracing::debug!(slot, "peer added"));
-            t.insert(peer);
-        }
-        t.reroute(order);
-        Ok(())
-    }
-
-    fn tunn(&self, spec: &PeerSpec, slot: u32) -> Tunn {
-        Tunn::new(
-            self.secret.clone(),
-            PublicKey::from(spec.public_key),
-            spec.preshared_key,
-            spec.persistent_keepalive,
-            slot,
-            Some(self.limiter.clone()),
-        )
-    }
-
-    fn table(&self) -> RwLockReadGuard<'_, PeerTable> {
-        self.table.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn public_key(&self) -> [u8; 32] {
-        *self.public.as_bytes()
-    }
-
-    /// The live peers, in slot order.
-    pub fn peers(&self) -> Vec<Arc<Peer>> {
-        self.table().live().cloned().collect()
-    }
-
-    /// Slots ever used: the timers run `0..slots()` ([`Engine::tick`] skips empty slots).
-    pub fn slots(&self) -> usize {
-        self.table().len()
-    }
-
-    /// Each slot's AllowedIPs (empty for a removed peer's slot): who carries which addresses.
-    pub fn slot_allowed_ips(&self) -> Vec<Vec<ipnet::IpNet>> {
-        self.table().allowed_ips()
-    }
-
-    /// [`Engine::slot_allowed_ips`] as it will be once `diff` is applied.
-    pub fn slot_allowed_ips_after(&self, diff: &PeerDiff) -> Vec<Vec<ipnet::IpNet>> {
-        self.table().allowed_ips_after(diff)
-    }
-
     /// The peer whose AllowedIPs hold `addr` (longest prefix).
     pub fn route(&self, addr: IpAddr) -> Option<usize> {
         self.table().route(addr)
@@ -443,18 +341,6 @@ impl Engine {
     pub fn reset_rate_limiter(&self) {
         self.limiter.reset_count();
     }
-
-    /// Latest handshake age and handshake round-trip time (ms) of peer `idx`.
-    pub fn handshake_info(&self, idx: usize) -> (Option<std::time::Duration>, Option<u32>) {
-        match self.table().get(idx) {
-            Some(p) => {
-                let st = p.lock();
-                let (ago, _, _, _, rtt) = st.tunn.stats();
-                (ago, rtt)
-            }
-            None => (None, None),
-        }
-    }
 }
 
 /// Cryptokey routing of a decrypted packet: its source must be one of the peer's AllowedIPs.
@@ -472,14 +358,4 @@ fn check_source<'a>(
         st.stats.dropped_source_not_allowed += 1;
         Inbound::Nothing
     }
-}
-
-fn duplicate(peers: &[PeerSpec]) -> EngineError {
-    let mut seen = std::collections::HashSet::new();
-    let key = peers
-        .iter()
-        .find(|p| !seen.insert(p.public_key))
-        .map(|p| p.public_key)
-        .unwrap_or_default();
-    EngineError::DuplicatePeer(super::peer::short_key(&key))
 }

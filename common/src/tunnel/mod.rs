@@ -6,6 +6,7 @@
 pub mod allowed_ips;
 pub mod diff;
 pub mod engine;
+mod engine_peers;
 pub mod metrics;
 pub mod peer;
 mod table;
