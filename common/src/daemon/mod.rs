@@ -9,6 +9,7 @@ pub mod change;
 pub mod cli;
 pub mod control;
 pub mod datapath;
+pub mod metrics;
 pub mod pep;
 pub mod plan;
 pub mod reload;

@@ -8,6 +8,7 @@
 //! `TCP_CC_INFO`), [`metrics`] is what `show` prints, [`reload`] what a reload may change. The design is documented in `docs/pep.md`.
 
 pub mod bbrinfo;
+pub mod control_stats;
 pub mod flows;
 pub mod metrics;
 pub mod nft;

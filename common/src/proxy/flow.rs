@@ -28,6 +28,11 @@ pub async fn run(shared: Arc<Shared>, accepted: Socket, key: FlowKey, id: FlowId
     async move {
         let (state, up, down) = relay_flow(&shared, accepted, key, id).await;
         tracing::debug!(state = state.as_str(), up, down, "flow ended");
+        shared
+            .control_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .end(id);
         shared.remove(id, state, up, down);
     }
     .instrument(span)
@@ -192,10 +197,16 @@ async fn relay_flow(
 
 /// One StarPEP tick: run the controller, log and publish its record.
 fn control_tick(shared: &Shared, io: &FlowIo, c: &mut FlowControl, id: FlowId) {
-    let rec = c.tick(io, shared.clock.now());
+    let now = shared.clock.now();
+    let rec = c.tick(io, now);
     if let Some(log) = &shared.control_log {
         log.write(&rec);
     }
+    shared
+        .control_stats
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .observe(id, now, &rec);
     shared.table(|t| {
         if let Some(r) = t.record_mut(id) {
             r.control = Some(rec);

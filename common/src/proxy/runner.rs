@@ -28,6 +28,15 @@ impl PepMonitor {
         self.shared.metrics()
     }
 
+    /// The StarPEP controllers' histograms and phase times since start.
+    pub fn control_stats(&self) -> crate::pep::control_stats::ControlStats {
+        self.shared
+            .control_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Metrics with the nft counters read now (runs `nft`; blocking, a few ms).
     pub fn metrics_fresh(&self) -> PepMetrics {
         match super::netcfg::read_counters(&self.shared.plan().table) {

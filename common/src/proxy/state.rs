@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use tokio::sync::{watch, Notify};
 
+use crate::pep::control_stats::ControlStats;
 use crate::pep::{
     Admission, CapChange, FlowId, FlowKey, FlowState, FlowTable, InterceptChange, MetricsHeader,
     PepMetrics, Plan, Starts,
@@ -45,6 +46,8 @@ pub struct Shared {
     pub control_log: Option<ControlLog>,
     /// Careful resume: every satellite path's memory (`None` when off).
     pub starts: Option<SharedStarts>,
+    /// The StarPEP controllers' histograms and phase times, for the metrics.
+    pub control_stats: Mutex<ControlStats>,
 }
 
 impl Shared {
@@ -76,6 +79,7 @@ impl Shared {
             clock: Clock::new(),
             control_log: None,
             starts,
+            control_stats: Mutex::default(),
         }
     }
 
