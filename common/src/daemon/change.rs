@@ -69,6 +69,11 @@ pub fn change(old: &Plan, new: &Plan, file: &str) -> Result<Change, Vec<String>>
         "FwMark",
         format!("{:#x} -> {:#x}", o.fwmark, n.fwmark),
     );
+    check(
+        old.metrics_listen == new.metrics_listen,
+        "MetricsListen",
+        format!("{:?} -> {:?}", old.metrics_listen, new.metrics_listen),
+    );
     let (was, is) = (routes(old), routes(new));
     let routes_add: Vec<IpNet> = is.difference(&was).copied().collect();
     let routes_del: Vec<IpNet> = was.difference(&is).copied().collect();

@@ -1,5 +1,6 @@
 //! The daemon's one control thread: answers the requests of `show` and `reload` on the
-//! interface's control socket (`io::control`), with or without a tunnel.
+//! interface's control socket (`io::control`), with or without a tunnel; and the metrics
+//! thread, which serves the same figures to Prometheus (`MetricsListen`, `io::http`).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -7,10 +8,12 @@ use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::io::control::ControlServer;
+use crate::io::http::MetricsServer;
 use crate::io::IoError;
 use crate::proxy::PepMonitor;
 use crate::tunnel::{Engine, InterfaceInfo};
 
+use super::metrics::Exported;
 use super::reload::{reload_logged, SharedReloader};
 
 /// The request answered with the interface and its peers (JSON `InterfaceMetrics`).
@@ -37,13 +40,30 @@ fn error(msg: impl std::fmt::Display) -> String {
 }
 
 impl Answers {
+    fn snapshot(&self) -> crate::tunnel::InterfaceMetrics {
+        let now = if self.tunnel { unix_now() } else { 0 };
+        self.engine.snapshot(&self.info, now)
+    }
+
+    /// What a scrape reports now (reads the nft counters: a few ms).
+    pub fn exported(&self) -> Exported {
+        let pep = self.pep.as_ref().map(PepMonitor::metrics_fresh);
+        // The controllers' figures when the PEP controls windows (`Mode = starpep`).
+        let control = match (&self.pep, &pep) {
+            (Some(m), Some(p)) if p.mode == "starpep" => Some(m.control_stats()),
+            _ => None,
+        };
+        Exported {
+            iface: self.snapshot(),
+            pep,
+            control,
+        }
+    }
+
     /// The answer to one request line.
     pub fn answer(&self, req: &str) -> String {
         match req {
-            SHOW_REQUEST => {
-                let now = if self.tunnel { unix_now() } else { 0 };
-                serde_json::to_string(&self.engine.snapshot(&self.info, now)).unwrap_or_else(error)
-            }
+            SHOW_REQUEST => serde_json::to_string(&self.snapshot()).unwrap_or_else(error),
             PEP_REQUEST => match &self.pep {
                 Some(m) => serde_json::to_string(&m.metrics_fresh()).unwrap_or_else(error),
                 None => error(format!("unknown request {req:?}")),
@@ -57,17 +77,33 @@ impl Answers {
     }
 }
 
-/// Serves `server` on its own thread until `stop`.
+/// Serves `server` on its own thread until `stop`, and `metrics` (if any) on another.
 pub fn spawn(
     server: ControlServer,
+    metrics: Option<MetricsServer>,
     answers: Answers,
     stop: &Arc<AtomicBool>,
-) -> Result<JoinHandle<()>, IoError> {
+) -> Result<Vec<JoinHandle<()>>, IoError> {
+    let answers = Arc::new(answers);
+    let mut threads = Vec::new();
+    if let Some(m) = metrics {
+        let (a, stop) = (answers.clone(), stop.clone());
+        tracing::info!("metrics at http://{}/metrics", m.addr());
+        threads.push(
+            std::thread::Builder::new()
+                .name("metrics".into())
+                .spawn(move || m.serve(&stop, || a.exported().encode()))
+                .map_err(|e| IoError::sys("spawn metrics thread", e))?,
+        );
+    }
     let stop = stop.clone();
-    std::thread::Builder::new()
-        .name("control".into())
-        .spawn(move || server.serve(&stop, |req| answers.answer(req)))
-        .map_err(|e| IoError::sys("spawn control thread", e))
+    threads.push(
+        std::thread::Builder::new()
+            .name("control".into())
+            .spawn(move || server.serve(&stop, |req| answers.answer(req)))
+            .map_err(|e| IoError::sys("spawn control thread", e))?,
+    );
+    Ok(threads)
 }
 
 fn unix_now() -> u64 {

@@ -2,7 +2,7 @@
 //! file, [`super::reload`]), tear it all down.
 //!
 //! Order: refuse a config group/others can access ([`check_perms`]), parse and validate, resolve
-//! endpoints, bind the UDP and control sockets (nothing in the system changes until all of that
+//! endpoints, bind the UDP, control and metrics sockets (nothing in the system changes until all of that
 //! worked), then PreUp, TUN, addresses/MTU/routes/rules,
 //! PostUp. A failure after that point undoes what was done. Shutdown: PreDown, stop the data
 //! path, close the TUN (its routes go with it), remove the rules, PostDown.
@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::config;
 use crate::io::control::ControlServer;
+use crate::io::http::MetricsServer;
 use crate::io::{cmd, netconf, IoError, Tun, Udp};
 use crate::proxy::PepRunner;
 use crate::tunnel::{Engine, InterfaceInfo, MIN_DST};
@@ -76,6 +77,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     }
     let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
     let control = ControlServer::bind(&plan.iface)?;
+    let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
     let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
     let info = InterfaceInfo {
         interface: plan.iface.clone(),
@@ -137,8 +139,8 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
         pep: monitor,
         reloader: reloader.clone(),
     };
-    match control::spawn(control, answers, &stop) {
-        Ok(t) => threads.push(t),
+    match control::spawn(control, metrics, answers, &stop) {
+        Ok(t) => threads.extend(t),
         Err(e) => {
             stop.store(true, Relaxed);
             drop(runner);
@@ -189,6 +191,7 @@ fn run_without_tunnel(
     hup: &AtomicBool,
 ) -> Result<(), DaemonError> {
     let control = ControlServer::bind(&plan.iface)?;
+    let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
     // The engine only describes the interface and its peers for `show` (no handshakes here).
     let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
     let runner = pep::start(role, plan, false, engine.slot_allowed_ips())?
@@ -213,7 +216,7 @@ fn run_without_tunnel(
         pep: Some(runner.monitor()),
         reloader: reloader.clone(),
     };
-    let control_thread = control::spawn(control, answers, stop)?;
+    let threads = control::spawn(control, metrics, answers, stop)?;
     while !stop.load(Relaxed) {
         if hup.swap(false, Relaxed) {
             let _ = reload_logged(&reloader, "SIGHUP");
@@ -222,7 +225,9 @@ fn run_without_tunnel(
     }
     tracing::info!(iface = %plan.iface, "shutting down");
     runner.stop();
-    let _ = control_thread.join();
+    for t in threads {
+        let _ = t.join();
+    }
     Ok(())
 }
 

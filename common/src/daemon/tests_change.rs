@@ -67,7 +67,7 @@ fn interface_settings_the_interface_was_set_up_with_are_refused_by_name() {
     let old = pop(&k, "", &[(0, "10.1.0.0/24")]);
     let mut other = pop(
         &k,
-        "MTU = 1380\nFwMark = 0x99\nTable = 1234",
+        "MTU = 1380\nFwMark = 0x99\nTable = 1234\nMetricsListen = 127.0.0.1:9586",
         &[(0, "10.1.0.0/24")],
     );
     other.listen_port = 51821;
@@ -81,6 +81,7 @@ fn interface_settings_the_interface_was_set_up_with_are_refused_by_name() {
         "MTU",
         "Table",
         "FwMark",
+        "MetricsListen",
     ] {
         assert!(
             errs.iter()
