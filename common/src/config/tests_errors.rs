@@ -374,38 +374,3 @@ fn malformed_file_reports_every_bad_line() {
         .starts_with("box.conf:1: Stray: "));
     assert!(shown.contains("box.conf:17: Mode: \"pepsal\" is not a mode (starpep, split, off)"));
 }
-
-#[test]
-fn metrics_listen_is_an_address_and_a_port() {
-    one(
-        &iface("MetricsListen = 127.0.0.1\n"),
-        3,
-        "MetricsListen",
-        "is not ADDRESS:PORT",
-    );
-    one(
-        &iface("MetricsListen = localhost:9586\n"),
-        3,
-        "MetricsListen",
-        "is not ADDRESS:PORT",
-    );
-    one(
-        &iface("MetricsListen = [::1]:0\n"),
-        3,
-        "MetricsListen",
-        "port 0",
-    );
-    one(
-        &iface("MetricsListen = 127.0.0.1:9586\nMetricsListen = 127.0.0.1:9587\n"),
-        4,
-        "MetricsListen",
-        "",
-    );
-    let c = parse("box.conf", &iface("MetricsListen = [::1]:9586\n")).unwrap();
-    assert_eq!(
-        c.interface.metrics_listen,
-        Some("[::1]:9586".parse().unwrap())
-    );
-    let c = parse("box.conf", &iface("")).unwrap();
-    assert_eq!(c.interface.metrics_listen, None, "off by default");
-}
