@@ -1,9 +1,11 @@
-//! I/O layer: TUN, UDP sockets, routes, nftables and socket options (the only place with syscalls).
+//! I/O layer: TUN, UDP sockets, routes, nftables, socket options, the control socket and the
+//! metrics endpoint (the only place with syscalls).
 //!
 //! `sys` holds every `unsafe` block; the other modules are safe wrappers the daemon loops use.
 
 pub mod cmd;
 pub mod control;
+pub mod http;
 pub mod netconf;
 pub mod stdio;
 pub mod sys;

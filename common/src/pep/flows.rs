@@ -88,6 +88,7 @@ pub struct TableTotals {
     pub connect_failed: u64,
     pub idle_timeout: u64,
     pub shutdown: u64,
+    pub revoked: u64,
 }
 
 /// The live flows of one PEP instance.
@@ -136,6 +137,33 @@ impl FlowTable {
         self.caps = TenantCaps::new(per_addr, per_peer);
         self.tenants = tenants;
         self
+    }
+
+    /// A reload: new limits and tenants for the flows admitted from now on (live flows stay
+    /// charged to the tenants they were admitted under). May pause or resume interception at
+    /// once, and cap or uncap tenants ([`FlowTable::take_cap_changes`]).
+    pub fn set_limits(
+        &mut self,
+        max_flows: usize,
+        per_addr: usize,
+        per_peer: usize,
+        tenants: TenantMap,
+    ) -> Option<InterceptChange> {
+        self.max = max_flows.max(1);
+        self.resume_at = (self.max - self.max / 16).saturating_sub(1);
+        self.tenants = tenants;
+        let caps = self.caps.set_limits(per_addr, per_peer);
+        self.cap_changes.extend(caps);
+        if self.intercepting && self.flows.len() >= self.max {
+            self.intercepting = false;
+            self.totals.pauses += 1;
+            Some(InterceptChange::Pause)
+        } else if !self.intercepting && self.flows.len() <= self.resume_at {
+            self.intercepting = true;
+            Some(InterceptChange::Resume)
+        } else {
+            None
+        }
     }
 
     /// The per-tenant cap, and how tenants are told apart.
@@ -249,6 +277,7 @@ impl FlowTable {
             FlowState::ConnectFailed => t.connect_failed += 1,
             FlowState::IdleTimeout => t.idle_timeout += 1,
             FlowState::Shutdown => t.shutdown += 1,
+            FlowState::Revoked => t.revoked += 1,
             _ => t.closed += 1,
         }
         if !self.intercepting && self.flows.len() <= self.resume_at {

@@ -7,15 +7,18 @@
 //! its writes toward the satellite end on segment boundaries), [`flows`]
 //! the flow table with the `MaxFlows` pause, [`buffers`] each flow's share of its link's
 //! socket buffers, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
-//! `TCP_CC_INFO`), [`metrics`] is what `show` prints. The design is documented in `docs/pep.md`.
+//! `TCP_CC_INFO`), [`metrics`] is what `show` prints, [`reload`] what a reload may change. The
+//! design is documented in `docs/pep.md`.
 
 pub mod bbrinfo;
 pub mod buffers;
+pub mod control_stats;
 pub mod flows;
 pub mod metrics;
 pub mod nft;
 pub mod plan;
 pub mod relay;
+pub mod reload;
 pub mod routes;
 pub mod segments;
 pub mod starpep;

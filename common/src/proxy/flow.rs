@@ -1,5 +1,6 @@
 //! One split flow: connect toward the original destination, run both relay directions, sample
-//! TCP_INFO, execute resets and timeouts, and leave the flow table when done.
+//! TCP_INFO, execute resets and timeouts (and a reload's revocation), and leave the flow table
+//! when done. A flow runs with the plan it started with.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -14,6 +15,7 @@ use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Sid
 
 use super::control::FlowControl;
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
+use super::reload::Revocation;
 use super::share::FlowShare;
 use super::start::{FlowStart, JUMP_CHECK};
 use super::state::Shared;
@@ -28,6 +30,11 @@ pub async fn run(shared: Arc<Shared>, accepted: Socket, key: FlowKey, id: FlowId
     async move {
         let (state, up, down) = relay_flow(&shared, accepted, key, id).await;
         tracing::debug!(state = state.as_str(), up, down, "flow ended");
+        shared
+            .control_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .end(id);
         shared.remove(id, state, up, down);
     }
     .instrument(span)
@@ -46,7 +53,9 @@ async fn relay_flow(
     key: FlowKey,
     id: FlowId,
 ) -> (FlowState, u64, u64) {
-    let plan = &shared.plan;
+    let plan = shared.plan();
+    let plan = &*plan;
+    let mut revocation = Revocation::new(shared, id);
     let mut relay = Relay::new(plan.flow_buffer, plan.idle_timeout, Instant::now());
     let reset_accepted = |s: &Socket| {
         let _ = s.set_linger(Some(Duration::ZERO));
@@ -89,11 +98,17 @@ async fn relay_flow(
             Err(e) => Err(e.to_string()),
         },
         _ = super::until_shutdown(&mut shutdown) => Err("daemon shutting down".into()),
+        _ = revocation.wait() => Err("its peer was removed".into()),
     };
     if let Err(e) = outcome {
         tracing::info!("connect {} failed: {e}; resetting the client", key.server);
         reset_accepted(accepted.get_ref());
-        relay.on(Event::ConnectFailed, Instant::now());
+        let ev = if revocation.is_revoked() {
+            Event::Revoke
+        } else {
+            Event::ConnectFailed
+        };
+        relay.on(ev, Instant::now());
         return (relay.state(), 0, 0);
     }
     relay.on(Event::Connected, Instant::now());
@@ -136,7 +151,7 @@ async fn relay_flow(
         });
     };
     refresh(&io);
-    let mut share = FlowShare::start(shared, io.sock(plan.satellite_side).get_ref(), id);
+    let mut share = FlowShare::start(shared, plan, io.sock(plan.satellite_side).get_ref(), id);
     let mut control = match &plan.starpep {
         Some(sp) => FlowControl::new(
             sp,
@@ -161,6 +176,8 @@ async fn relay_flow(
         id,
     );
     let hooks = Hooks {
+        plan,
+        revocation,
         refresh: &refresh,
         share: &mut share,
         control: control.as_mut(),
@@ -179,10 +196,16 @@ async fn relay_flow(
 
 /// One StarPEP tick: run the controller, log and publish its record.
 fn control_tick(shared: &Shared, io: &FlowIo, c: &mut FlowControl, id: FlowId) {
-    let rec = c.tick(io, shared.clock.now());
+    let now = shared.clock.now();
+    let rec = c.tick(io, now);
     if let Some(log) = &shared.control_log {
         log.write(&rec);
     }
+    shared
+        .control_stats
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .observe(id, now, &rec);
     shared.table(|t| {
         if let Some(r) = t.record_mut(id) {
             r.control = Some(rec);
@@ -191,8 +214,11 @@ fn control_tick(shared: &Shared, io: &FlowIo, c: &mut FlowControl, id: FlowId) {
 }
 
 /// What a flow's supervision runs besides the relay: the record refresh and the buffer share
-/// (every period), the StarPEP controller and careful resume (when on).
+/// (every period), the StarPEP controller and careful resume (when on), and the revocation
+/// a reload sends when the flow's peer is removed.
 struct Hooks<'a> {
+    plan: &'a crate::pep::Plan,
+    revocation: Revocation,
     refresh: &'a (dyn Fn(&FlowIo) + Sync),
     share: &'a mut FlowShare,
     control: Option<&'a mut FlowControl>,
@@ -200,16 +226,18 @@ struct Hooks<'a> {
 }
 
 /// Both directions, the idle tick, the StarPEP control tick, error watches on half-closed
-/// sockets and shutdown.
+/// sockets, shutdown and revocation.
 async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
     let Hooks {
+        plan,
+        mut revocation,
         refresh,
         share,
         mut control,
         mut start,
     } = hooks;
     let mode = shared.mode;
-    let cap = shared.plan.flow_buffer;
+    let cap = plan.flow_buffer;
     let pipes = match mode {
         RelayMode::Splice => match (Pipe::new(cap), Pipe::new(cap)) {
             (Ok(a), Ok(b)) => {
@@ -292,11 +320,16 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
             },
             _ = jump_tick.tick(), if start.as_ref().is_some_and(|s| s.jumping()) => {
                 if let Some(s) = start.as_deref_mut() {
-                    s.jump_tick(io.sock(shared.plan.satellite_side).get_ref(), shared.clock.now());
+                    s.jump_tick(io.sock(plan.satellite_side).get_ref(), shared.clock.now());
                 }
             },
             _ = super::until_shutdown(&mut shutdown) => {
                 let a = io.event(Event::Shutdown);
+                let _ = io.exec(&a);
+            },
+            _ = revocation.wait() => {
+                tracing::debug!("its peer was removed: resetting");
+                let a = io.event(Event::Revoke);
                 let _ = io.exec(&a);
             },
         }

@@ -6,12 +6,12 @@
 //! removes everything on [`PepHandle::shutdown`] (or on drop). See `docs/pep.md`.
 
 mod control;
-pub mod daemon;
 pub mod error;
 mod flow;
 mod listener;
 pub mod netcfg;
 pub mod pump;
+mod reload;
 mod runner;
 mod share;
 mod sockopt;
@@ -36,6 +36,7 @@ use crate::pep::{Plan, PlanInput, Side};
 pub use crate::pep::{PepMetrics, Role};
 pub use error::ProxyError;
 pub use pump::RelayMode;
+pub use reload::PreparedPlan;
 pub use runner::{PepMonitor, PepRunner};
 
 use control::ControlLog;
@@ -57,13 +58,27 @@ pub struct PepContext {
     pub destinations_default: Vec<IpNet>,
     /// WireGuard's FwMark, checked against the PEP's mark.
     pub wg_fwmark: Option<u32>,
-    /// POP: each peer's AllowedIPs (one client each for `MaxFlowsPerClient`).
+    /// Each peer's AllowedIPs by the tunnel engine's slot (empty for a removed peer): one
+    /// client each at the POP (`MaxFlowsPerClient`), and who carries which flows (a reload
+    /// resets the flows it takes from their peer).
     pub peers: Vec<Vec<IpNet>>,
     /// How flows move bytes (splice unless measuring).
     pub relay: RelayMode,
 }
 
 impl PepContext {
+    /// What the plan needs of the context.
+    pub fn plan_input(&self) -> PlanInput {
+        PlanInput {
+            name: self.name.clone(),
+            tunnel_if: self.tunnel_if.clone(),
+            tunnel_mtu: self.tunnel_mtu,
+            destinations_default: self.destinations_default.clone(),
+            wg_fwmark: self.wg_fwmark,
+            peers: self.peers.clone(),
+        }
+    }
+
     pub fn new(role: Role, name: &str) -> PepContext {
         PepContext {
             role,
@@ -88,15 +103,7 @@ impl Pep {
     /// Starts splitting on the current tokio runtime. Needs CAP_NET_ADMIN (transparent sockets,
     /// nftables, policy routing). On error nothing stays installed.
     pub async fn start(cfg: &config::Pep, ctx: PepContext) -> Result<PepHandle, ProxyError> {
-        let input = PlanInput {
-            name: ctx.name.clone(),
-            tunnel_if: ctx.tunnel_if.clone(),
-            tunnel_mtu: ctx.tunnel_mtu,
-            destinations_default: ctx.destinations_default.clone(),
-            wg_fwmark: ctx.wg_fwmark,
-            peers: ctx.peers.clone(),
-        };
-        let mut plan = Plan::new(cfg, ctx.role, &input)?;
+        let mut plan = Plan::new(cfg, ctx.role, &ctx.plan_input())?;
         if ctx.role == Role::Box && cfg.tunnel == TunnelMode::None {
             let nets: Vec<IpNet> = plan
                 .dst4

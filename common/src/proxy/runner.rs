@@ -20,13 +20,22 @@ const WORKERS: usize = 2;
 /// Read-only view of a running PEP, for `show`.
 #[derive(Clone)]
 pub struct PepMonitor {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl PepMonitor {
     /// The flow table and the daemon's copy of the nft SYN counters (no `nft` run here).
     pub fn metrics(&self) -> PepMetrics {
         self.shared.metrics()
+    }
+
+    /// The StarPEP controllers' histograms and phase times since start.
+    pub fn control_stats(&self) -> crate::pep::control_stats::ControlStats {
+        self.shared
+            .control_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 

@@ -10,7 +10,7 @@
 use socket2::Socket;
 
 use crate::pep::buffers::{resize, LinkBuffers};
-use crate::pep::{Dir, FlowId};
+use crate::pep::{Dir, FlowId, Plan, Side};
 
 use super::pump::FlowIo;
 use super::sockopt;
@@ -25,23 +25,26 @@ pub struct FlowShare {
     controller_sends: bool,
     /// Bytes relayed at the last period (both directions).
     last_bytes: u64,
+    /// Which of the flow's sockets faces the satellite.
+    side: Side,
 }
 
 impl FlowShare {
-    /// Applies the flow's first share to its satellite socket.
-    pub fn start(shared: &Shared, sat: &Socket, id: FlowId) -> FlowShare {
-        let o = &shared.plan.satellite;
+    /// Applies the flow's first share to its satellite socket (`plan`: the flow's own).
+    pub fn start(shared: &Shared, plan: &Plan, sat: &Socket, id: FlowId) -> FlowShare {
+        let o = &plan.satellite;
         let link = match (o.snd_buf, o.rcv_buf) {
             (Some(snd), Some(rcv)) => Some(LinkBuffers { snd, rcv }),
             _ => None,
         };
-        let controller_sends = shared.plan.starpep.as_ref().is_some_and(|s| s.apply);
+        let controller_sends = plan.starpep.as_ref().is_some_and(|s| s.apply);
         let mut s = FlowShare {
             link,
             snd: None,
             rcv: None,
             controller_sends,
             last_bytes: 0,
+            side: plan.satellite_side,
         };
         let sharing = shared.table(|t| t.sharing(id));
         s.apply(sat, sharing);
@@ -59,7 +62,7 @@ impl FlowShare {
         let active = bytes != self.last_bytes || queued > 0;
         self.last_bytes = bytes;
         let sharing = shared.table(|t| t.set_active(id, active));
-        self.apply(io.sock(shared.plan.satellite_side).get_ref(), sharing);
+        self.apply(io.sock(self.side).get_ref(), sharing);
     }
 
     fn apply(&mut self, sat: &Socket, sharing: usize) {

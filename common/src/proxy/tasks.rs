@@ -67,7 +67,7 @@ pub async fn caps(shared: Arc<Shared>, net: Arc<Mutex<NetCfg>>) {
             _ = until_shutdown(&mut shutdown) => return,
         }
         let want = shared.table(|t| t.client_cap().0.capped_set().clone());
-        let steps = sync.diff(&shared.plan.tenants, &want);
+        let steps = sync.diff(&shared.plan().tenants, &want);
         let was_failing = failing;
         failing = false;
         for step in steps {
@@ -108,7 +108,7 @@ pub async fn counters(shared: Arc<Shared>) {
         if poll.due(now) {
             let s = shared.clone();
             let _ =
-                tokio::task::spawn_blocking(move || match netcfg::read_counters(&s.plan.table) {
+                tokio::task::spawn_blocking(move || match netcfg::read_counters(&s.plan().table) {
                     Ok(c) => s.set_counters(c),
                     Err(e) => tracing::debug!("{e}"),
                 })
