@@ -9,7 +9,7 @@
 //!
 //! SO_REUSEPORT would let a second daemon of the same user join the group on the same port; an
 //! abstract unix socket `@starpep-udp/<port>` (per network namespace, like the port) is held as
-//! long as the group, so that second daemon fails with "address in use" as it would without
+//! long as the group, so that second daemon fails with "address already in use" as it would without
 //! SO_REUSEPORT. A program that binds the port without SO_REUSEPORT conflicts as usual.
 
 use std::io;
@@ -86,7 +86,7 @@ impl UdpGroup {
     }
 }
 
-/// Takes `@starpep-udp/<port>`; "address in use" if another daemon here holds it.
+/// Takes `@starpep-udp/<port>`; "address already in use" if another daemon here holds it.
 fn lock_port(port: u16) -> Result<UnixDatagram, IoError> {
     let name = format!("starpep-udp/{port}");
     SocketAddr::from_abstract_name(name.as_bytes())
@@ -95,7 +95,7 @@ fn lock_port(port: u16) -> Result<UnixDatagram, IoError> {
             let e = if e.kind() == io::ErrorKind::AddrInUse {
                 io::Error::new(
                     e.kind(),
-                    "address in use (another daemon listens on it here)",
+                    "address already in use (another daemon listens on it here)",
                 )
             } else {
                 e
@@ -243,7 +243,7 @@ mod tests {
         let port = free_port();
         let g = UdpGroup::bind(port, None, 2).unwrap();
         let e = UdpGroup::bind(port, None, 2).err().expect("second group");
-        assert!(e.to_string().contains("address in use"), "{e}");
+        assert!(e.to_string().contains("address already in use"), "{e}");
         // Without SO_REUSEPORT (one worker, or another program): the kernel refuses.
         let e = UdpGroup::bind(port, None, 1).err().expect("plain socket");
         assert!(e.to_string().contains("in use"), "{e}");
