@@ -20,6 +20,8 @@ mod record;
 mod tests_controller;
 #[cfg(test)]
 mod tests_phase;
+#[cfg(test)]
+mod tests_rtt_up;
 
 pub use acks::AckSpacing;
 pub use controller::{
