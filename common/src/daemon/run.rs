@@ -2,8 +2,8 @@
 //!
 //! Order: refuse a config group/others can access ([`check_perms`]), parse and validate, resolve
 //! endpoints, bind the UDP and control sockets (nothing in the system changes until all of that
-//! worked), then PreUp, TUN, addresses/MTU/routes/rules,
-//! PostUp. A failure after that point undoes what was done. Shutdown: PreDown, stop the data
+//! worked), then what a killed instance left (its undo records in `/run/starpep`), PreUp, TUN,
+//! addresses/MTU/routes/rules, PostUp. A failure after that point undoes what was done. Shutdown: PreDown, stop the data
 //! path, close the TUN (its routes go with it), remove the rules, PostDown.
 //!
 //! What runs on top of the tunnel (the TCP-splitting PEP of a later issue) plugs in through
@@ -95,6 +95,9 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
     let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
     let control = ControlServer::bind(&plan.iface)?;
     let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
+    // The interface is ours now (the control socket): undo what a killed instance left, the
+    // PEP's rules before the tunnel's own record is replayed and its rules are added.
+    crate::proxy::daemon::undo_stale(&plan.iface);
     let info = InterfaceInfo {
         interface: plan.iface.clone(),
         listen_port: udp.port(),

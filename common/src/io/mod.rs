@@ -1,4 +1,5 @@
-//! I/O layer: TUN, UDP sockets, routes, nftables and socket options (the only place with syscalls).
+//! I/O layer: TUN, UDP sockets, routes, nftables, socket options and the undo record's file
+//! (the only place with syscalls).
 //!
 //! `sys` holds every `unsafe` block; the other modules are safe wrappers the daemon loops use.
 
@@ -8,6 +9,7 @@ pub mod netconf;
 pub mod sys;
 pub mod tun;
 pub mod udp;
+pub mod undo_file;
 
 pub use tun::Tun;
 pub use udp::Udp;

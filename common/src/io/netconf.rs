@@ -1,12 +1,17 @@
 //! Interface configuration like wg-quick: MTU, addresses, link up, AllowedIPs routes and the
 //! fwmark policy-routing trick for default routes. Every rule added is recorded and removed again.
 //!
-//! Routes go through the TUN device, so they disappear with it; the policy rules do not, which is
-//! what [`Applied`] undoes (on drop, also when a later step fails).
+//! Routes go through the TUN device, so they disappear with it (also when the process is
+//! killed); the policy rules and `src_valid_mark` do not, which is what [`Applied`] undoes (on
+//! drop, also when a later step fails). Its undo record is on disk (`io::undo_file`, owner: the
+//! interface name), so the next start removes what a killed instance left.
 
 use ipnet::IpNet;
 
+use crate::undo::Change;
+
 use super::cmd;
+use super::undo_file::UndoFile;
 use super::IoError;
 
 /// `Table =` of the config, as far as routing is concerned.
@@ -45,9 +50,9 @@ impl NetPlan {
     }
 }
 
-/// Undo list of a configured interface.
+/// Undo record of a configured interface.
 pub struct Applied {
-    undo: Vec<Vec<String>>,
+    undo: UndoFile,
 }
 
 fn fam(net: &IpNet) -> &'static str {
@@ -59,19 +64,31 @@ fn fam(net: &IpNet) -> &'static str {
 
 impl Applied {
     fn ip_undoable(&mut self, add: &[&str], del: &[&str]) -> Result<(), IoError> {
-        cmd::ip(add)?;
-        self.undo.push(del.iter().map(|s| s.to_string()).collect());
-        Ok(())
+        let c = Change::Ip {
+            undo: del.iter().map(|s| s.to_string()).collect(),
+        };
+        self.undo.note(c.clone());
+        cmd::ip(add)
+            .map(|_| ())
+            .inspect_err(|_| self.undo.forget(&c))
     }
 
-    /// Removes what was added, newest first; failures are logged, not returned.
+    /// Sets sysctl `key` to `value`, recording the old value when it differs.
+    fn sysctl_undoable(&mut self, key: &str, value: &str) -> Result<(), IoError> {
+        let Some(old) = cmd::sysctl_get(key).filter(|old| old != value) else {
+            return Ok(());
+        };
+        let c = Change::Sysctl {
+            key: key.to_string(),
+            old,
+        };
+        self.undo.note(c.clone());
+        cmd::sysctl(key, value).inspect_err(|_| self.undo.forget(&c))
+    }
+
+    /// Removes what was added and restores the sysctls, newest first; failures are logged.
     pub fn teardown(&mut self) {
-        while let Some(args) = self.undo.pop() {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            if let Err(e) = cmd::ip(&args) {
-                tracing::warn!("teardown: {e}");
-            }
-        }
+        self.undo.undo_all();
     }
 }
 
@@ -82,8 +99,11 @@ impl Drop for Applied {
 }
 
 /// Configures `plan.iface` (which must exist). On error, the rules already added are removed.
+/// First undoes what a killed instance of the same interface left in this namespace.
 pub fn apply(plan: &NetPlan) -> Result<Applied, IoError> {
-    let mut applied = Applied { undo: Vec::new() };
+    let mut applied = Applied {
+        undo: UndoFile::take_over(&plan.iface),
+    };
     let dev = plan.iface.as_str();
     let mtu = plan.mtu.to_string();
     cmd::ip(&["link", "set", "dev", dev, "mtu", &mtu])?;
@@ -138,8 +158,9 @@ fn add_route(applied: &mut Applied, plan: &NetPlan, net: &IpNet) -> Result<(), I
             ];
             applied.ip_undoable(&suppress, &suppress_del)?;
             if f == "-4" {
-                // Replies to marked packets must pass reverse-path checks (as wg-quick does).
-                cmd::sysctl("net.ipv4.conf.all.src_valid_mark", "1")?;
+                // Replies to marked packets must pass reverse-path checks (as wg-quick does;
+                // unlike wg-quick, the old value is restored at stop).
+                applied.sysctl_undoable("net.ipv4.conf.all.src_valid_mark", "1")?;
             }
             Ok(())
         }

@@ -11,6 +11,7 @@ use crate::daemon::plan::Plan;
 use crate::daemon::run::{Attachment, UpContext};
 use crate::daemon::{DaemonError, Role as DaemonRole};
 use crate::io::control::ControlServer;
+use crate::io::undo_file::UndoFile;
 use crate::io::IoError;
 use crate::tunnel::{Engine, InterfaceInfo};
 
@@ -81,6 +82,14 @@ pub fn attach(up: &UpContext) -> Result<Vec<Box<dyn Attachment>>, DaemonError> {
 
 fn answer(m: &PepMonitor) -> String {
     serde_json::to_string(&m.metrics_fresh()).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// Undoes what the PEP of a killed instance of `iface` left in this namespace (its undo
+/// record), before the tunnel adds its rules: those take the priority below the lowest rule
+/// present, so with stale PEP rules still there they would land before the new PEP's rules and
+/// catch the packets it intercepts. Call once the control socket is bound (the name is ours).
+pub fn undo_stale(iface: &str) {
+    drop(UndoFile::take_over(&crate::pep::plan::table_name(iface)));
 }
 
 /// Whether `plan` asks for the PEP without a tunnel.
