@@ -4,11 +4,13 @@
 //! Nothing here touches a socket or reads the clock: `proxy` (the I/O shell) feeds events and
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
 //! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine, [`flows`]
-//! the flow table with the `MaxFlows` pause, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
+//! the flow table with the `MaxFlows` pause, [`liveness`] when a silent satellite segment is
+//! given up, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
 //! `TCP_CC_INFO`), [`metrics`] is what `show` prints. The design is documented in `docs/pep.md`.
 
 pub mod bbrinfo;
 pub mod flows;
+pub mod liveness;
 pub mod metrics;
 pub mod nft;
 pub mod plan;
@@ -30,6 +32,7 @@ mod tests_start;
 
 pub use bbrinfo::BbrInfo;
 pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChange};
+pub use liveness::Liveness;
 pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
 pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};

@@ -117,12 +117,15 @@ fn tcp_info_bytes(len: usize) -> Vec<u8> {
     };
     b[0] = 1; // TCP_ESTABLISHED
     b[1] = 3; // TCP_CA_Recovery
+    b[3] = 2; // probes
     b[6] = (9 << 4) | 7; // rcv_wscale 9, snd_wscale 7
     b[7] = 1; // delivery_rate_app_limited
     put32(&mut b, 16, 1368);
     put32(&mut b, 20, 1448);
     put32(&mut b, 24, 17);
     put32(&mut b, 32, 2);
+    put32(&mut b, 52, 9_000);
+    put32(&mut b, 56, 31_000);
     put32(&mut b, 92, 20_500);
     put32(&mut b, 68, 512_000);
     put32(&mut b, 72, 3_000);
@@ -170,7 +173,8 @@ fn tcp_info_is_parsed_by_offset_and_short_structs_lack_the_new_fields() {
     );
     assert_eq!(i.total_retrans, 7);
     assert_eq!((i.snd_wscale, i.rcv_wscale, i.app_limited), (7, 9, true));
-    assert_eq!((i.ca_state, i.lost), (3, 2));
+    assert_eq!((i.ca_state, i.lost, i.probes), (3, 2, 2));
+    assert_eq!((i.last_data_recv_ms, i.last_ack_recv_ms), (9_000, 31_000));
     assert_eq!((i.rcv_mss, i.unacked, i.rcv_rtt_us), (1448, 17, 20_500));
     assert_eq!(i.bytes_acked, Some(123_456));
     assert_eq!(i.min_rtt_us, Some(500_100));

@@ -1,5 +1,9 @@
 //! One split flow: connect toward the original destination, run both relay directions, sample
 //! TCP_INFO, execute resets and timeouts, and leave the flow table when done.
+//!
+//! Both sockets carry `SO_LINGER 0` while the flow lives (cleared at a clean end): if the
+//! daemon dies (kill -9, crash), the kernel closes them with a reset, so neither end host takes
+//! a cut stream for a complete one.
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -11,7 +15,7 @@ use tracing::Instrument;
 
 use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo};
 
-use super::control::FlowControl;
+use super::control::{info, FlowControl};
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
 use super::start::{FlowStart, JUMP_CHECK};
 use super::state::Shared;
@@ -49,12 +53,16 @@ async fn relay_flow(
     let reset_accepted = |s: &Socket| {
         let _ = s.set_linger(Some(Duration::ZERO));
     };
+    reset_accepted(&accepted);
     if let Err(e) = sockopt::apply(&accepted, plan.opts(Side::Accepted)) {
         tracing::warn!("accepted socket options: {e}");
     }
     let spoof = plan.transparent_connect.then_some(key.client);
     let connected = match sockopt::connect_start(key.server, spoof, plan.opts(Side::Connected)) {
-        Ok(s) => s,
+        Ok(s) => {
+            let _ = s.set_linger(Some(Duration::ZERO));
+            s
+        }
         Err(e) => {
             tracing::warn!("{e}");
             reset_accepted(&accepted);
@@ -163,6 +171,12 @@ async fn relay_flow(
     if let Some(s) = &start {
         s.end(shared);
     }
+    if io.with_relay(|r| r.state()) == FlowState::Closed {
+        // Both EOFs were forwarded: close normally (the FINs are out; no reset).
+        for s in [&io.accepted, &io.connected] {
+            let _ = s.get_ref().set_linger(None);
+        }
+    }
     refresh(&io);
     io.with_relay(|r| (r.state(), r.bytes(Dir::Up), r.bytes(Dir::Down)))
 }
@@ -256,6 +270,9 @@ async fn supervise(
             _ = tick.tick() => {
                 let a = io.event(Event::Tick);
                 let _ = io.exec(&a);
+                if let Some(f) = dead_peer(shared, io) {
+                    fail(f);
+                }
                 refresh(io);
                 if let Some(s) = start.as_deref_mut() {
                     s.sample(shared, io, control.as_deref());
@@ -272,6 +289,26 @@ async fn supervise(
             },
         }
     }
+}
+
+/// The satellite segment's peer (the far PEP) has been silent for `DeadPeerTimeout` while
+/// the segment waits on it (`pep::liveness`): the flow is given up.
+fn dead_peer(shared: &Shared, io: &FlowIo) -> Option<Failure> {
+    let side = shared.plan.satellite_side;
+    let l = shared.plan.opts(side).liveness?;
+    let i = info(io.sock(side).get_ref())?;
+    l.is_dead(&i).then(|| {
+        tracing::info!(
+            "the far PEP has been silent for {:?} (unacked {}, probes {}): resetting the flow",
+            l.dead_after,
+            i.unacked,
+            i.probes
+        );
+        Failure {
+            side,
+            error: std::io::Error::new(std::io::ErrorKind::TimedOut, "far PEP silent"),
+        }
+    })
 }
 
 fn watch_error(

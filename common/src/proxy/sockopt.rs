@@ -1,5 +1,6 @@
 //! Socket setup of the PEP: transparent listeners, transparent connected sockets, and the
-//! per-segment TCP options (congestion control, forced buffers, NODELAY, QUICKACK, NOTSENT_LOWAT).
+//! per-segment TCP options (congestion control, forced buffers, NODELAY, QUICKACK, NOTSENT_LOWAT,
+//! the satellite segment's RTO cap, user timeout and keepalive).
 
 use std::io;
 use std::net::SocketAddr;
@@ -9,12 +10,16 @@ use nix::sys::socket::{setsockopt, sockopt};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::pep::plan::CONNECT_MARK;
-use crate::pep::SocketOpts;
+use crate::pep::{Liveness, SocketOpts};
 
 use super::error::ProxyError;
+use super::sys;
 
 /// Accept backlog of the TPROXY listeners (the kernel caps it at `somaxconn`).
 const BACKLOG: i32 = 4096;
+/// `TCP_KEEPCNT`: the kernel's largest; the user timeout, and before it the dead-peer check,
+/// decide when probing stops (`pep::liveness`).
+const KEEPALIVE_PROBES: u32 = 127;
 
 fn domain(a: &SocketAddr) -> Domain {
     if a.is_ipv4() {
@@ -56,7 +61,27 @@ pub fn apply(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
         s.set_tcp_notsent_lowat(n)
             .map_err(|e| ProxyError::sys(format!("TCP_NOTSENT_LOWAT {n}"), e))?;
     }
+    if let Some(l) = &o.liveness {
+        liveness(s, l)?;
+    }
     Ok(())
+}
+
+/// The satellite segment's RTO cap, user timeout and keepalive (`pep::liveness`). A kernel
+/// older than 6.15 has no `TCP_RTO_MAX_MS`: the segment then keeps the kernel's backoff.
+fn liveness(s: &Socket, l: &Liveness) -> Result<(), ProxyError> {
+    let ms = l.rto_max.as_millis().min(i32::MAX as u128) as i32;
+    if let Err(e) = sys::set_int(s.as_fd(), libc::IPPROTO_TCP, sys::TCP_RTO_MAX_MS, ms) {
+        tracing::debug!("TCP_RTO_MAX_MS {ms}: {e}");
+    }
+    s.set_tcp_user_timeout(Some(l.user_timeout))
+        .map_err(|e| ProxyError::sys(format!("TCP_USER_TIMEOUT {:?}", l.user_timeout), e))?;
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(l.keepalive)
+        .with_interval(l.keepalive)
+        .with_retries(KEEPALIVE_PROBES);
+    s.set_tcp_keepalive(&ka)
+        .map_err(|e| ProxyError::sys(format!("keepalive {:?}", l.keepalive), e))
 }
 
 /// A nonblocking IP_TRANSPARENT listener on `addr` (IPv6: v6-only). Accepted sockets inherit
