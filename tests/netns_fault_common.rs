@@ -67,6 +67,25 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// Both sides have ended.
+    pub fn ended(&self) -> bool {
+        self.threads
+            .as_ref()
+            .is_none_or(|(s, r)| s.is_finished() && r.is_finished())
+    }
+
+    /// Waits up to `within` for both sides to end; `None` if one still runs (it hangs).
+    pub fn join_within(self, within: Duration) -> Option<Outcome> {
+        let end = Instant::now() + within;
+        while !self.ended() {
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(self.join())
+    }
+
     /// Waits for both sides (they end by themselves: EOF or error).
     pub fn join(mut self) -> Outcome {
         let (s, r) = self.threads.take().expect("joined once");
@@ -78,7 +97,8 @@ impl Stream {
     }
 }
 
-fn send_side(mut s: TcpStream, len: u64, seed: u64) -> SideEnd {
+fn send_side(mut s: TcpStream, len: u64, seed: u64, rate: Option<u64>) -> SideEnd {
+    let t0 = Instant::now();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut h = Sha256::new();
     let mut buf = vec![0u8; CHUNK];
@@ -93,6 +113,10 @@ fn send_side(mut s: TcpStream, len: u64, seed: u64) -> SideEnd {
         }
         h.update(&buf[..n]);
         sent += n as u64;
+        if let Some(r) = rate {
+            let due = t0 + Duration::from_secs_f64(sent as f64 / r as f64);
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        }
     }
     if error.is_none() {
         let _ = s.shutdown(Shutdown::Write);
@@ -158,9 +182,48 @@ pub fn start_stream(
     seed: u64,
     timeout: Option<Duration>,
 ) -> Stream {
+    start_stream_paced(topo, dst, len, down, seed, timeout, None)
+}
+
+/// [`start_stream`] whose sender writes at most `rate` bytes/s.
+pub fn start_stream_paced(
+    topo: &Topology,
+    dst: SocketAddr,
+    len: u64,
+    down: bool,
+    seed: u64,
+    timeout: Option<Duration>,
+    rate: Option<u64>,
+) -> Stream {
+    try_start_stream(topo, dst, len, down, seed, timeout, rate).expect("start a stream")
+}
+
+/// [`start_stream_paced`], or why the connection did not come up: pc's connect failed, or srv
+/// accepted nothing within `timeout` (20 s without one; a split flow is answered by the box
+/// before the PEPs' own connects reach srv).
+pub fn try_start_stream(
+    topo: &Topology,
+    dst: SocketAddr,
+    len: u64,
+    down: bool,
+    seed: u64,
+    timeout: Option<Duration>,
+    rate: Option<u64>,
+) -> Result<Stream, String> {
     let l = listen(topo, Node::Srv, dst);
-    let pc = connect(topo, Node::Pc, dst).expect("connect from pc");
-    let (srv, _) = l.accept().expect("accept at srv");
+    let pc = connect(topo, Node::Pc, dst).map_err(|e| format!("connect from pc: {e}"))?;
+    l.set_nonblocking(true).unwrap();
+    let end = Instant::now() + timeout.unwrap_or(Duration::from_secs(20));
+    let srv = loop {
+        match l.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < end => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(format!("accept at srv: {e}")),
+        }
+    };
+    srv.set_nonblocking(false).unwrap();
     for s in [&pc, &srv] {
         s.set_read_timeout(timeout).unwrap();
         s.set_write_timeout(timeout).unwrap();
@@ -170,19 +233,19 @@ pub fn start_stream(
     let received = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let (r2, d2) = (received.clone(), done.clone());
-    let sender = std::thread::spawn(move || send_side(tx, len, seed));
+    let sender = std::thread::spawn(move || send_side(tx, len, seed, rate));
     let receiver = std::thread::spawn(move || {
         let end = receive_side(rx, len, &r2);
         d2.store(true, Relaxed);
         end
     });
-    Stream {
+    Ok(Stream {
         len,
         received,
         done,
         client,
         threads: Some((sender, receiver)),
-    }
+    })
 }
 
 /// Samples every stream's received bytes every `every` until all are done.

@@ -8,7 +8,8 @@
 //!
 //! What runs on top of the tunnel (the TCP-splitting PEP of a later issue) plugs in through
 //! [`run_with`]: an [`Attach`] function is called once the interface is up (after PostUp, data
-//! path running) and the [`Attachment`]s it returns are stopped first on shutdown.
+//! path running) and the [`Attachment`]s it returns are stopped first on shutdown, while the data
+//! path still carries what they send last (the PEP's resets of its flows).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -26,6 +27,9 @@ use super::{DaemonError, Role};
 
 /// Timer period of every peer (boringtun wants 100–250 ms).
 const TICK: Duration = Duration::from_millis(100);
+/// At shutdown, how long the data path keeps running after the PEP stopped: the resets of its
+/// flows are in the TUN's queue and go out within microseconds.
+const FLUSH: Duration = Duration::from_millis(100);
 
 /// Loads and validates `path` for `role` without touching the system (`check`, and the first
 /// step of `run`).
@@ -81,16 +85,19 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
 /// [`run`] with `attach` started on top of the running tunnel.
 pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonError> {
     check_perms(path)?;
+    // `term`: a signal asked to shut down; `stop`: the data path and control threads stop
+    // (later: what runs on top of the tunnel stops first, its last packets still carried).
+    let term = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while shutting down exits at once (status 1).
-        signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())
-            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+        signal_hook::flag::register_conditional_shutdown(sig, 1, term.clone())
+            .and_then(|_| signal_hook::flag::register(sig, term.clone()))
             .map_err(|e| IoError::sys("install signal handler", e))?;
     }
     let plan = validate(role, path)?;
     if crate::proxy::daemon::without_tunnel(&plan) {
-        return crate::proxy::daemon::run_without_tunnel(role, &plan, &stop);
+        return crate::proxy::daemon::run_without_tunnel(role, &plan, &term);
     }
     let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
     let control = ControlServer::bind(&plan.iface)?;
@@ -158,7 +165,7 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
         plan: &plan,
         listen_port: udp.port(),
         engine: &engine,
-        stop: &stop,
+        stop: &term,
         control: &extras,
     });
     let attached = match attached {
@@ -172,7 +179,7 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
         }
     };
 
-    timer_loop(&shared);
+    timer_loop(&shared, &term);
 
     tracing::info!(iface = %plan.iface, "shutting down");
     for h in &plan.hooks.pre_down {
@@ -180,10 +187,16 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
             tracing::warn!("PreDown: {e}");
         }
     }
-    for a in attached {
-        a.stop();
-    }
-    stop.store(true, Relaxed);
+    // The PEP resets its flows: the resets toward the peer still go through the tunnel (the
+    // data path and the timers run until they are out).
+    std::thread::scope(|sc| {
+        sc.spawn(|| timer_loop(&shared, &stop));
+        for a in attached {
+            a.stop();
+        }
+        std::thread::sleep(FLUSH);
+        stop.store(true, Relaxed);
+    });
     for t in threads {
         let _ = t.join();
     }
@@ -198,10 +211,10 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
     Ok(())
 }
 
-/// Drives every peer's timers and the rate limiter until `stop`.
-fn timer_loop(s: &Shared) {
+/// Drives every peer's timers and the rate limiter until `until` (or the data path stops).
+fn timer_loop(s: &Shared, until: &AtomicBool) {
     let mut buf = vec![0u8; MIN_DST.max(256)];
-    while !s.stop.load(Relaxed) {
+    while !until.load(Relaxed) && !s.stop.load(Relaxed) {
         s.engine.reset_rate_limiter();
         for i in 0..s.engine.peers().len() {
             if let Some((to, d)) = s.engine.tick(i, &mut buf) {
