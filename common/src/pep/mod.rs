@@ -4,7 +4,7 @@
 //! Nothing here touches a socket or reads the clock: `proxy` (the I/O shell) feeds events and
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
 //! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine, [`flows`]
-//! the flow table with the `MaxFlows` pause, [`liveness`] when a silent satellite segment is
+//! the flow table with the `MaxFlows` pause, [`nofile`] how many flows the descriptors allow, [`liveness`] when a silent satellite segment is
 //! given up, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
 //! `TCP_CC_INFO`), [`metrics`] is what `show` prints. The design is documented in `docs/pep.md`.
 
@@ -13,6 +13,7 @@ pub mod flows;
 pub mod liveness;
 pub mod metrics;
 pub mod nft;
+pub mod nofile;
 pub mod plan;
 pub mod relay;
 pub mod routes;

@@ -74,6 +74,31 @@ fn max_one_pauses_on_the_first_flow_and_resumes_when_it_ends() {
 }
 
 #[test]
+fn a_lower_limit_pauses_a_table_that_holds_it_and_a_higher_one_resumes() {
+    let t0 = Instant::now();
+    let mut t = FlowTable::new(100);
+    let ids: Vec<FlowId> = (0..20).map(|i| t.admit(key(3000 + i), t0).id).collect();
+    assert_eq!(t.set_max(100), None, "unchanged");
+    // Fewer descriptors: the table already holds more than the new limit.
+    assert_eq!(t.set_max(16), Some(InterceptChange::Pause));
+    assert!(!t.intercepting());
+    assert_eq!(t.set_max(18), None, "still above the new low watermark");
+    // Flows end: below 15/16 of the limit interception resumes.
+    let mut change = None;
+    for id in &ids[..4] {
+        change = change.or(t.remove(*id, FlowState::Closed, 0, 0));
+    }
+    assert_eq!(change, Some(InterceptChange::Resume));
+    assert_eq!(t.set_max(12), Some(InterceptChange::Pause));
+    // More descriptors again.
+    assert_eq!(t.set_max(1000), Some(InterceptChange::Resume));
+    assert_eq!(t.max(), 1000);
+    assert_eq!(t.totals().pauses, 2);
+    assert_eq!(t.set_max(0), Some(InterceptChange::Pause), "at least one");
+    assert_eq!(t.max(), 1);
+}
+
+#[test]
 fn outcomes_are_counted_by_kind() {
     let t0 = Instant::now();
     let mut t = FlowTable::new(100);
@@ -219,6 +244,7 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
         overflow_syns: 3,
         intercepted_syns: 2,
         capped_syns: 0,
+        refused_flows: 0,
     };
     let m = PepMetrics::snapshot(&h, &t, t0 + Duration::from_millis(1500));
     assert_eq!(m.active_flows, 1);

@@ -11,6 +11,7 @@ pub mod error;
 mod flow;
 mod listener;
 pub mod netcfg;
+mod nofile;
 pub mod pump;
 mod runner;
 mod sockopt;
@@ -172,6 +173,7 @@ impl Pep {
             intercept_rx,
         )));
         tasks.push(tokio::spawn(cap_task(shared.clone(), net.clone())));
+        tasks.push(tokio::spawn(nofile::budget_task(shared.clone())));
         tasks.push(tokio::spawn(start::routes_task(
             shared.clone(),
             net.clone(),
@@ -185,40 +187,58 @@ impl Pep {
     }
 }
 
-/// Applies pause/resume decisions in order (latest wins) and refreshes the nft counters while
-/// flows pass unsplit.
+/// Applies pause/resume decisions (latest wins; one nft refused, with no descriptor left for
+/// instance, is logged once and retried every [`CAP_RETRY`]) and refreshes the nft counters
+/// while flows pass unsplit.
 async fn intercept_task(
     shared: Arc<Shared>,
     net: Arc<Mutex<NetCfg>>,
     mut rx: watch::Receiver<bool>,
 ) {
     let mut shutdown = shared.shutdown_rx.clone();
-    let mut applied = true;
+    let (mut want, mut applied, mut failing) = (true, true, false);
     loop {
         tokio::select! {
             r = rx.changed() => {
                 if r.is_err() {
                     return;
                 }
-                let on = *rx.borrow_and_update();
-                if on != applied {
-                    let n = net.clone();
-                    let res = tokio::task::spawn_blocking(move || {
-                        n.lock().unwrap_or_else(|e| e.into_inner()).set_intercepting(on)
-                    })
-                    .await;
-                    match res {
-                        Ok(Ok(())) => applied = on,
-                        Ok(Err(e)) => tracing::error!("{e}"),
-                        Err(e) => tracing::error!("nft task: {e}"),
-                    }
-                    shared.table(|t| t.set_intercepting(applied));
-                }
-                refresh_counters(&shared).await;
+                want = *rx.borrow_and_update();
             }
-            _ = tokio::time::sleep(COUNTER_REFRESH), if !applied => refresh_counters(&shared).await,
+            _ = tokio::time::sleep(CAP_RETRY), if want != applied => {}
+            _ = tokio::time::sleep(COUNTER_REFRESH), if !applied && want == applied => {
+                refresh_counters(&shared).await;
+                continue;
+            }
             _ = until_shutdown(&mut shutdown) => return,
         }
+        if want != applied {
+            let n = net.clone();
+            let res = tokio::task::spawn_blocking(move || {
+                n.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .set_intercepting(want)
+            })
+            .await
+            .unwrap_or_else(|e| Err(ProxyError::sys("nft task", std::io::Error::other(e))));
+            match res {
+                Ok(()) => {
+                    if std::mem::take(&mut failing) {
+                        tracing::info!(
+                            "interception {} now",
+                            if want { "resumed" } else { "paused" }
+                        );
+                    }
+                    applied = want;
+                }
+                Err(e) if !failing => {
+                    tracing::error!("{e} (retrying every {CAP_RETRY:?})");
+                    failing = true;
+                }
+                Err(_) => {}
+            }
+        }
+        refresh_counters(&shared).await;
     }
 }
 

@@ -14,6 +14,7 @@ use crate::pep::{
 
 use super::control::{Clock, ControlLog};
 use super::netcfg::NftCounters;
+use super::nofile::Spare;
 use super::pump::RelayMode;
 use super::start::SharedStarts;
 use super::window::WindowBackend;
@@ -32,6 +33,9 @@ pub struct Shared {
     pub overflow_syns: AtomicU64,
     pub intercepted_syns: AtomicU64,
     pub capped_syns: AtomicU64,
+    /// Flows reset at accept for want of a descriptor, and the descriptor kept to do it.
+    pub refused_flows: AtomicU64,
+    pub spare: Spare,
     /// StarPEP: the window back-end (with `Mode = starpep`), the controllers' clock and the
     /// per-tick log.
     pub window: Option<Arc<dyn WindowBackend>>,
@@ -65,6 +69,8 @@ impl Shared {
             overflow_syns: AtomicU64::new(0),
             intercepted_syns: AtomicU64::new(0),
             capped_syns: AtomicU64::new(0),
+            refused_flows: AtomicU64::new(0),
+            spare: Spare::new(),
             window: None,
             clock: Clock::new(),
             control_log: None,
@@ -88,6 +94,12 @@ impl Shared {
         self.intercept_change(adm.change);
         self.cap_changes(caps);
         adm
+    }
+
+    /// Sets the flow table's limit (`MaxFlows`, or fewer when the descriptors allow fewer).
+    pub fn set_flow_limit(&self, max: usize) {
+        let change = self.table(|t| t.set_max(max));
+        self.intercept_change(change);
     }
 
     /// Removes a finished flow; passes the table's decisions (resume, uncap) on.
@@ -164,6 +176,7 @@ impl Shared {
             overflow_syns: self.overflow_syns.load(Relaxed),
             intercepted_syns: self.intercepted_syns.load(Relaxed),
             capped_syns: self.capped_syns.load(Relaxed),
+            refused_flows: self.refused_flows.load(Relaxed),
         };
         let now = Instant::now();
         self.table(|t| PepMetrics::snapshot(&h, t, now))
