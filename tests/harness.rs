@@ -70,13 +70,10 @@ pub fn sha256_hex(data: &[u8]) -> String {
 
 /// `VmRSS` and `VmHWM` (peak) of a process, in KiB.
 pub fn rss_kib(pid: u32) -> (u64, u64) {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |k: &str| -> u64 {
-        s.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{k} missing"))
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    starpep_testbed::bench::cpu::rss_kib(pid).expect("read /proc/PID/status")
+}
+
+/// Lifts this process's descriptor limit to its hard limit (many concurrent flows).
+pub fn raise_nofile() {
+    starpep_testbed::bench::fleet_load::raise_nofile().expect("RLIMIT_NOFILE");
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use fault::*;
-use starpep_tests::{addr, require_root, Node, TopoSpec, Topology};
+use starpep_tests::{addr, raise_nofile, require_root, Node, TopoSpec, Topology};
 
 /// No new flow may take longer than this to end, one way or the other.
 const END_BOUND: Duration = Duration::from_secs(30);
@@ -255,7 +255,10 @@ fn a_box_whose_descriptors_run_out_keeps_its_flows_refuses_new_ones_and_recovers
     assert_eq!(bp["refused_flows"], refused, "{bp}");
     split_again(&topo, &bx, 7740);
     let log = bx.stop();
-    for l in log.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")) {
+    for l in log
+        .lines()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+    {
         eprintln!("box log: {l}");
     }
     let lines = log.matches("no descriptor left").count();

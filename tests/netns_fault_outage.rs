@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use common::*;
 use fault::*;
-use starpep_tests::{addr, require_root, TopoSpec, Topology};
+use starpep_tests::{addr, raise_nofile, require_root, TopoSpec, Topology};
 
 /// One satlink at a time: it spins at real-time priority on a 2-core machine.
 static LINK: Mutex<()> = Mutex::new(());

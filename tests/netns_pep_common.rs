@@ -96,13 +96,6 @@ pub fn udp(topo: &Topology, node: Node, addr: SocketAddr) -> UdpSocket {
     in_ns(topo, node, move || UdpSocket::bind(addr).expect("bind udp"))
 }
 
-/// Lifts this process's descriptor limit (many concurrent flows).
-pub fn raise_nofile() {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
-    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
-}
-
 /// The shipped config `configs/NAME.conf` with `[PEP]` keys replaced or added (the `[PEP]`
 /// section is the file's last). `STARPEP_TEST_MODE=split` (or `starpep`) sets `Mode` unless
 /// `set` does: `scripts/test.sh` runs the PEP tests in both modes. A key set to an empty value
@@ -179,15 +172,28 @@ impl Daemon {
 
     /// Waits until the PEP has no live flow (flows update their record about once a second).
     pub fn wait_idle(&self, topo: &Topology, within: Duration) -> Value {
+        self.wait_pep(topo, within, "flows still live", |p| p["active_flows"] == 0)
+    }
+
+    /// Waits until the `pep` member of `show --json` satisfies `ok` (the daemon reads the nft
+    /// SYN counters about once a second; flows update their record as often); panics with
+    /// `what` and the last answer after `within`.
+    pub fn wait_pep(
+        &self,
+        topo: &Topology,
+        within: Duration,
+        what: &str,
+        ok: impl Fn(&Value) -> bool,
+    ) -> Value {
         let end = Instant::now() + within;
         loop {
             let p = self.pep(topo);
-            if p["active_flows"] == 0 {
+            if ok(&p) {
                 return p;
             }
             assert!(
                 Instant::now() < end,
-                "{:?}: flows still live after {within:?}: {p}",
+                "{:?}: {what} after {within:?}: {p}",
                 self.node
             );
             std::thread::sleep(Duration::from_millis(100));

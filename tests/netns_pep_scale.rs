@@ -11,7 +11,9 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use common::*;
-use starpep_tests::{addr, payload, require_root, rss_kib, sha256_hex, Node, TopoSpec, Topology};
+use starpep_tests::{
+    addr, payload, raise_nofile, require_root, rss_kib, sha256_hex, Node, TopoSpec, Topology,
+};
 
 const FLOWS: usize = 500;
 const PER_FLOW: usize = 200_000;
@@ -166,12 +168,13 @@ fn flows_beyond_max_flows_pass_unsplit_and_are_never_caught_later() {
     let (mut s4, _) = l.accept().unwrap();
     echo(&mut c4, &mut s4, 100_000, 9);
     let me = c4.local_addr().unwrap();
-    let b = bx.pep(&topo);
-    assert_eq!(b["accepted"], 3, "box split a flow beyond MaxFlows: {b}");
-    assert!(
-        b["overflow_syns"].as_u64().unwrap() >= 1,
-        "overflow not counted: {b}"
+    let b = bx.wait_pep(
+        &topo,
+        Duration::from_secs(10),
+        "overflow not counted",
+        |b| b["overflow_syns"].as_u64().unwrap() >= 1,
     );
+    assert_eq!(b["accepted"], 3, "box split a flow beyond MaxFlows: {b}");
     assert!(flow_of(&b, me).is_none());
     let ss = topo
         .run_ok(Node::Box, &["ss", "-tn", "src", &me.to_string()])

@@ -13,7 +13,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::*;
-use starpep_tests::{addr, payload, require_root, sha256_hex, Node, TopoSpec, Topology};
+use starpep_tests::{
+    addr, payload, raise_nofile, require_root, sha256_hex, Node, TopoSpec, Topology,
+};
 
 const BOX_SHARE: u64 = 8;
 const POP_HOST_SHARE: u64 = 16;
@@ -100,7 +102,13 @@ fn a_connect_flood_from_one_host_holds_only_its_share_and_another_host_is_still_
     flood_socks.extend(flood(&topo, FLOOD));
     std::thread::sleep(Duration::from_millis(500));
 
-    let bp = bx.pep(&topo);
+    // The daemon reads the nft SYN counters about once a second.
+    let bp = bx.wait_pep(
+        &topo,
+        Duration::from_secs(10),
+        "no capped SYN counted",
+        |b| b["capped_syns"].as_u64().unwrap_or(0) > 0,
+    );
     let pp = pop.pep(&topo);
     let pc = addr::PC_LAN.to_string();
     eprintln!(

@@ -2,21 +2,13 @@
 
 use std::process::ExitCode;
 
-use starpep_common::daemon::{dispatch, Cli, Role};
+use starpep_common::daemon::{dispatch, logging, Cli, Role};
+
+/// The version `--version` prints: the package's and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("STARPEP_COMMIT"), ")");
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_for(Role::Pop);
-    init_logging(cli.log_level());
+    let cli = Cli::parse_for(Role::Pop, VERSION);
+    logging::init(cli.log_level());
     dispatch(Role::Pop, cli)
-}
-
-/// Logs to stderr; `RUST_LOG` overrides the level chosen by `-v`/`-q`.
-fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
 }

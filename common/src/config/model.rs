@@ -43,6 +43,8 @@ pub struct Interface {
     pub post_down: Vec<String>,
     /// wg-quick `SaveConfig`.
     pub save_config: bool,
+    /// Where the Prometheus endpoint (`GET /metrics`) listens; `None`: no endpoint.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// wg-quick `Table =`: where AllowedIPs routes go.

@@ -171,9 +171,16 @@ impl Pep {
         self.snd_buf.unwrap_or_else(|| self.segment_buffer_bytes())
     }
 
-    /// `RcvBuf`, or the computed default.
+    /// `RcvBuf`, or the computed default: twice the send side's, 4 × BDP. The receiving end
+    /// of the satellite segment must never be what limits it: `LinkRate` is a mean the link
+    /// exceeds for seconds at a time, and its RTT grows with its queue. (With 2 × BDP of the
+    /// Starlink trace's mean the POP's satellite socket was receive-window limited 22 % of a
+    /// download, at the trace's peaks.) The relay reads it at LAN speed, so the room is
+    /// rarely used.
     pub fn rcv_buf_bytes(&self) -> u64 {
-        self.rcv_buf.unwrap_or_else(|| self.segment_buffer_bytes())
+        self.rcv_buf
+            .unwrap_or_else(|| self.segment_buffer_bytes().saturating_mul(2))
+            .min(Self::MAX_SEGMENT_BUFFER)
     }
 
     /// Whether TCP to `dst:port` is excluded from splitting by a `Bypass` rule.

@@ -30,6 +30,7 @@ const INTERFACE_KEYS: &[&str] = &[
     "PreDown",
     "PostDown",
     "SaveConfig",
+    "MetricsListen",
 ];
 #[rustfmt::skip]
 const PEER_KEYS: &[&str] = &[
@@ -86,6 +87,7 @@ impl IfaceBuilder {
                 pre_down: Vec::new(),
                 post_down: Vec::new(),
                 save_config: false,
+                metrics_listen: None,
             },
             has_key: false,
             key_given: false,
@@ -169,6 +171,7 @@ pub(super) fn iface_entry(
                 i.save_config = s;
             }
         }
+        "MetricsListen" => i.metrics_listen = ctx.value(line, k, values::socket_addr(v)),
         _ => unreachable!("key {k} listed but not handled"),
     }
 }

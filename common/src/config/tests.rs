@@ -274,3 +274,43 @@ fn readme_examples_parse_as_documented() {
     assert_eq!(sp.mode, PepMode::Starpep);
     assert_eq!(sp.starpep, crate::config::Starpep::default());
 }
+
+/// `[Interface]` with the box key and `extra` lines (line 3 on).
+fn iface_with(extra: &str) -> String {
+    format!("[Interface]\nPrivateKey = {BOX_PRIV}\n{extra}")
+}
+
+#[test]
+fn metrics_listen_is_an_address_and_a_port() {
+    super::tests_errors::one(
+        &iface_with("MetricsListen = 127.0.0.1\n"),
+        3,
+        "MetricsListen",
+        "is not ADDRESS:PORT",
+    );
+    super::tests_errors::one(
+        &iface_with("MetricsListen = localhost:9586\n"),
+        3,
+        "MetricsListen",
+        "is not ADDRESS:PORT",
+    );
+    super::tests_errors::one(
+        &iface_with("MetricsListen = [::1]:0\n"),
+        3,
+        "MetricsListen",
+        "port 0",
+    );
+    super::tests_errors::one(
+        &iface_with("MetricsListen = 127.0.0.1:9586\nMetricsListen = 127.0.0.1:9587\n"),
+        4,
+        "MetricsListen",
+        "",
+    );
+    let c = parse("box.conf", &iface_with("MetricsListen = [::1]:9586\n")).unwrap();
+    assert_eq!(
+        c.interface.metrics_listen,
+        Some("[::1]:9586".parse().unwrap())
+    );
+    let c = parse("box.conf", &iface_with("")).unwrap();
+    assert_eq!(c.interface.metrics_listen, None, "off by default");
+}

@@ -38,6 +38,17 @@ pub fn u32_dec_or_hex(s: &str) -> ValueResult<u32> {
 }
 
 /// `true|false|yes|no|on|off|1|0`, any case.
+/// `IPv4:port` or `[IPv6]:port`, port 1..65535 (an address literal: no name is resolved).
+pub fn socket_addr(s: &str) -> ValueResult<std::net::SocketAddr> {
+    let a: std::net::SocketAddr = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not ADDRESS:PORT (IPv4, or [IPv6]:PORT)"))?;
+    if a.port() == 0 {
+        return Err(format!("{s:?}: port 0 (give a port 1..65535)"));
+    }
+    Ok(a)
+}
+
 pub fn bool_value(s: &str) -> ValueResult<bool> {
     match s.to_ascii_lowercase().as_str() {
         "true" | "yes" | "on" | "1" => Ok(true),

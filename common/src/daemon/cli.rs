@@ -1,4 +1,4 @@
-//! The command line both daemons share: `run`, `check`, `genkey`, `pubkey`, `show`.
+//! The command line both daemons share: `run`, `check`, `genkey`, `pubkey`, `show`, `reload`.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -10,6 +10,8 @@ use crate::config::{self, PrivateKey};
 use crate::io::control;
 use crate::tunnel::InterfaceMetrics;
 
+use super::control::{PEP_REQUEST, RELOAD_REQUEST, SHOW_REQUEST};
+use super::reload::ReloadReport;
 use super::{run, DaemonError, Role};
 
 /// StarPEP-WG endpoint daemon.
@@ -55,6 +57,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Re-read a running interface's config file and apply it live, as `wg syncconf` (SIGHUP
+    /// does the same): added peers start, removed peers stop and their split flows are reset,
+    /// changed AllowedIPs take effect, untouched peers keep their sessions and flows, [PEP]
+    /// changes apply to new flows. An invalid file, or a change that takes a restart
+    /// (ListenPort, Address, PrivateKey...), is refused with every reason and nothing changes
+    /// (exit 1).
+    Reload {
+        /// Interface name.
+        #[arg(required_unless_present = "config")]
+        iface: Option<String>,
+        /// Name the interface by its config file instead.
+        #[arg(short = 'c', long = "config", conflicts_with = "iface")]
+        config: Option<PathBuf>,
+    },
 }
 
 impl Cli {
@@ -64,9 +80,10 @@ impl Cli {
         Cli::command().name(role.binary()).about(role.about())
     }
 
-    /// Parses the process arguments under the binary name and description of `role`.
-    pub fn parse_for(role: Role) -> Cli {
-        let matches = Cli::command_for(role).get_matches();
+    /// Parses the process arguments under the binary name and description of `role`;
+    /// `--version` prints `version` (the binary's, with its commit).
+    pub fn parse_for(role: Role, version: &'static str) -> Cli {
+        let matches = Cli::command_for(role).version(version).get_matches();
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
 
@@ -94,7 +111,7 @@ pub fn dispatch(role: Role, cli: Cli) -> ExitCode {
 
 fn execute(role: Role, cli: Cli) -> Result<(), DaemonError> {
     match cli.command {
-        Command::Run { config, .. } => run::run_with(role, &config, &crate::proxy::daemon::attach),
+        Command::Run { config, .. } => run::run(role, &config),
         Command::Check { config } => {
             let plan = run::validate(role, &config)?;
             if let Err(e) = run::check_perms(&config) {
@@ -115,20 +132,48 @@ fn execute(role: Role, cli: Cli) -> Result<(), DaemonError> {
             config,
             json,
         } => show(iface, config, json),
+        Command::Reload { iface, config } => reload(iface, config),
     }
 }
 
-fn genkey() -> Result<(), DaemonError> {
-    use std::os::fd::AsFd;
-    // As `wg genkey`: warn when the key is about to land in a file others can read.
-    if let Ok(st) = nix::sys::stat::fstat(std::io::stdout().as_fd()) {
-        let is_file = (st.st_mode & libc::S_IFMT) == libc::S_IFREG;
-        if is_file && st.st_mode & 0o007 != 0 {
-            eprintln!(
-                "Warning: writing to world accessible file.\n\
-                 Consider setting the umask to 077 and trying again."
-            );
+/// How long `reload` waits for the daemon (it runs `ip` for each route it changes).
+const RELOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn reload(iface: Option<String>, config: Option<PathBuf>) -> Result<(), DaemonError> {
+    let iface = match (iface, config) {
+        (Some(i), _) => i,
+        (None, Some(c)) => {
+            config::interface_name(&c).map_err(|e| DaemonError::Config(e.to_string()))?
         }
+        (None, None) => return Err(DaemonError::Usage("reload: name an interface".into())),
+    };
+    let text = control::request_timeout(&iface, RELOAD_REQUEST, RELOAD_TIMEOUT)?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        DaemonError::Usage(format!("{iface}: bad answer from the daemon: {e}: {text}"))
+    })?;
+    if let Some(message) = v["error"].as_str() {
+        return Err(DaemonError::Reload {
+            iface,
+            message: message.to_string(),
+        });
+    }
+    let report: ReloadReport = serde_json::from_value(v["reloaded"].clone()).map_err(|e| {
+        DaemonError::Usage(format!("{iface}: bad answer from the daemon: {e}: {text}"))
+    })?;
+    println!("{iface}: reloaded: {}", report.summary());
+    for n in &report.notes {
+        println!("note: {n}");
+    }
+    Ok(())
+}
+
+fn genkey() -> Result<(), DaemonError> {
+    // As `wg genkey`: warn when the key is about to land in a file others can read.
+    if crate::io::stdio::stdout_is_world_readable_file() {
+        eprintln!(
+            "Warning: writing to world accessible file.\n\
+             Consider setting the umask to 077 and trying again."
+        );
     }
     println!("{}", PrivateKey::generate());
     Ok(())
@@ -163,13 +208,13 @@ fn show(iface: Option<String>, config: Option<PathBuf>, json: bool) -> Result<()
     let mut all = Vec::new();
     let mut peps = Vec::new();
     for i in &ifaces {
-        let text = control::request(i, "show")?;
+        let text = control::request(i, SHOW_REQUEST)?;
         let m: InterfaceMetrics = serde_json::from_str(&text).map_err(|e| {
             DaemonError::Usage(format!("{i}: bad answer from the daemon: {e}: {text}"))
         })?;
         all.push(m);
         // The PEP's block, when the daemon splits TCP (an error answer: no PEP).
-        let pep = control::request(i, crate::proxy::daemon::PEP_REQUEST)
+        let pep = control::request(i, PEP_REQUEST)
             .ok()
             .and_then(|t| serde_json::from_str::<crate::proxy::PepMetrics>(&t).ok());
         peps.push(pep);

@@ -2,11 +2,18 @@
 //!
 //! Both binaries are `Cli::parse_for(role)` + `dispatch`: the client has exactly one peer (its
 //! POP, with an Endpoint), the POP any number. Threads: `tun-to-udp` and `udp-to-tun` (the data
-//! path, [`datapath`]), `control` (the `show` socket) and the main thread (timers, signals).
+//! path, [`datapath`]), `control` (the `show` socket, [`control`]), the PEP's runtime ([`pep`])
+//! and the main thread (timers, signals).
 
+pub mod change;
 pub mod cli;
+pub mod control;
 pub mod datapath;
+pub mod logging;
+pub mod metrics;
+pub mod pep;
 pub mod plan;
+pub mod reload;
 pub mod run;
 
 pub use cli::{dispatch, Cli};
@@ -57,10 +64,18 @@ pub enum DaemonError {
     Io(#[from] crate::io::IoError),
     #[error(transparent)]
     Engine(#[from] crate::tunnel::EngineError),
+    #[error("start PEP: {0}")]
+    Pep(#[source] crate::proxy::ProxyError),
     #[error("{0} hook: {1}")]
     Hook(&'static str, crate::io::IoError),
     #[error("{0}")]
     Usage(String),
+    /// A reload the running daemon cannot apply, one reason per line (nothing changed).
+    #[error("cannot apply live:\n{0}")]
+    Refused(String),
+    /// The daemon answered a `reload` with an error.
+    #[error("{iface}: reload refused, nothing changed:\n{message}")]
+    Reload { iface: String, message: String },
     /// `run` refuses a config file group/others can access.
     #[error("refusing to run: {0}")]
     Perms(#[from] crate::config::PermsError),

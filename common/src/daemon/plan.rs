@@ -34,8 +34,10 @@ pub struct Plan {
     /// route needs the policy-routing trick.
     pub socket_mark: Option<u32>,
     pub hooks: Hooks,
-    /// The `[PEP]` section, for what runs on top of the tunnel (see `run::Attach`).
+    /// The `[PEP]` section, for what runs on top of the tunnel (`daemon::pep`).
     pub pep: Option<crate::config::Pep>,
+    /// Where the Prometheus endpoint listens (`MetricsListen`).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// Checks role rules and resolves endpoints. Every problem is reported, as
@@ -113,6 +115,7 @@ pub fn plan(
             post_down: i.post_down.clone(),
         },
         pep: cfg.pep.clone(),
+        metrics_listen: i.metrics_listen,
         net,
     })
 }

@@ -1,32 +1,41 @@
-//! `run`: bring the interface up in a safe order, run until SIGINT/SIGTERM, tear it all down.
+//! `run`: bring the interface up in a safe order, run until SIGINT/SIGTERM (SIGHUP reloads the
+//! file, [`super::reload`]), tear it all down.
 //!
 //! Order: refuse a config group/others can access ([`check_perms`]), parse and validate, resolve
-//! endpoints, bind the UDP and control sockets (nothing in the system changes until all of that
-//! worked), then what a killed instance left (its undo records in `/run/starpep`), PreUp, TUN,
-//! addresses/MTU/routes/rules, PostUp. A failure after that point undoes what was done. Shutdown: PreDown, stop the data
-//! path, close the TUN (its routes go with it), remove the rules, PostDown.
+//! endpoints, bind the UDP, control and metrics sockets (nothing in the system changes until all
+//! of that worked), then what a killed instance left (its undo records in `/run/starpep`),
+//! PreUp, TUN, addresses/MTU/routes/rules, PostUp. A failure after that point undoes what was
+//! done. Shutdown: PreDown, stop the data path, close the TUN (its routes go with it), remove
+//! the rules, PostDown.
 //!
-//! What runs on top of the tunnel (the TCP-splitting PEP of a later issue) plugs in through
-//! [`run_with`]: an [`Attach`] function is called once the interface is up (after PostUp, data
-//! path running) and the [`Attachment`]s it returns are stopped first on shutdown, while the data
-//! path still carries what they send last (the PEP's resets of its flows).
+//! The PEP (`[PEP]` splits) starts once the interface is up (after PostUp, data path running)
+//! and is stopped first on shutdown, while the data path still carries what it sends last (the
+//! resets of its flows); the control thread answers once both are up. With `Tunnel = none` the
+//! PEP runs alone (no TUN, no UDP socket).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use crate::config;
 use crate::io::control::ControlServer;
+use crate::io::http::MetricsServer;
 use crate::io::{cmd, netconf, IoError, Tun, Udp};
+use crate::proxy::PepRunner;
 use crate::tunnel::{Engine, InterfaceInfo, MIN_DST};
 
+use super::control::{self, Answers};
 use super::datapath::{self, IoCounters, Shared};
+use super::pep;
 use super::plan::{plan, Plan};
+use super::reload::{reload_logged, Reloader, SharedReloader};
 use super::{DaemonError, Role};
 
 /// Timer period of every peer (boringtun wants 100–250 ms).
 const TICK: Duration = Duration::from_millis(100);
+/// How often the `Tunnel = none` daemon checks its stop flag.
+const POLL: Duration = Duration::from_millis(100);
 /// At shutdown, how long the data path keeps running after the PEP stopped: the resets of its
 /// flows are in the TUN's queue and go out within microseconds.
 const FLUSH: Duration = Duration::from_millis(100);
@@ -52,41 +61,13 @@ pub fn check_perms(path: &Path) -> Result<(), DaemonError> {
     }
 }
 
-/// What an [`Attach`] function sees of the interface it runs on.
-pub struct UpContext<'a> {
-    pub role: Role,
-    pub plan: &'a Plan,
-    /// The UDP port actually bound.
-    pub listen_port: u16,
-    pub engine: &'a Arc<Engine>,
-    /// Set when the daemon shuts down.
-    pub stop: &'a Arc<AtomicBool>,
-    /// Extra control-socket requests an attachment answers (e.g. `pep`).
-    pub control: &'a ControlExtras,
-}
-
-/// Control requests added by attachments: (request line, answer function).
-pub type ControlExtras = Arc<Mutex<Vec<(String, Box<dyn Fn() -> String + Send>)>>>;
-
-/// Something running on top of the tunnel; stopped before the tunnel goes down.
-pub trait Attachment: Send {
-    fn stop(self: Box<Self>);
-}
-
-/// Starts what runs on top of the tunnel once it is up. An error brings the interface down
-/// again and makes `run` fail.
-pub type Attach<'f> = &'f dyn Fn(&UpContext) -> Result<Vec<Box<dyn Attachment>>, DaemonError>;
-
-/// Runs the daemon for the config at `path` until SIGINT or SIGTERM (the tunnel alone).
+/// Runs the daemon for the config at `path` until SIGINT or SIGTERM: the tunnel, and the PEP on
+/// top of it when `[PEP]` splits (or the PEP alone with `Tunnel = none`). SIGHUP reloads the
+/// file (as the `reload` command does).
 pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
-    run_with(role, path, &|_| Ok(Vec::new()))
-}
-
-/// [`run`] with `attach` started on top of the running tunnel.
-pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonError> {
     check_perms(path)?;
     // `term`: a signal asked to shut down; `stop`: the data path and control threads stop
-    // (later: what runs on top of the tunnel stops first, its last packets still carried).
+    // (later: the PEP stops first, its last packets still carried).
     let term = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -95,16 +76,20 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
             .and_then(|_| signal_hook::flag::register(sig, term.clone()))
             .map_err(|e| IoError::sys("install signal handler", e))?;
     }
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+        .map_err(|e| IoError::sys("install SIGHUP handler", e))?;
     let plan = validate(role, path)?;
-    if crate::proxy::daemon::without_tunnel(&plan) {
-        return crate::proxy::daemon::run_without_tunnel(role, &plan, &term);
+    if pep::without_tunnel(&plan) {
+        return run_without_tunnel(role, path, &plan, &term, &hup);
     }
     let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
     let control = ControlServer::bind(&plan.iface)?;
+    let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
     let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
     // The interface is ours now (the control socket): undo what a killed instance left, the
     // PEP's rules before the tunnel's own record is replayed and its rules are added.
-    crate::proxy::daemon::undo_stale(&plan.iface);
+    pep::undo_stale(&plan.iface);
     let info = InterfaceInfo {
         interface: plan.iface.clone(),
         listen_port: udp.port(),
@@ -138,38 +123,9 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
         mtu: usize::from(plan.net.mtu),
     };
     let mut threads = datapath::spawn(&shared).map_err(|e| IoError::sys("spawn data path", e))?;
-    let (e2, stop2) = (engine.clone(), stop.clone());
-    let extras: ControlExtras = Arc::default();
-    let extras2 = extras.clone();
-    threads.push(
-        std::thread::Builder::new()
-            .name("control".into())
-            .spawn(move || {
-                control.serve(&stop2, |req| match req {
-                    "show" => serde_json::to_string(&e2.snapshot(&info, unix_now()))
-                        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
-                    other => {
-                        let x = extras2.lock().unwrap_or_else(|e| e.into_inner());
-                        match x.iter().find(|(r, _)| r == other) {
-                            Some((_, answer)) => answer(),
-                            None => format!("{{\"error\":\"unknown request {other:?}\"}}"),
-                        }
-                    }
-                })
-            })
-            .map_err(|e| IoError::sys("spawn control thread", e))?,
-    );
-
-    let attached = attach(&UpContext {
-        role,
-        plan: &plan,
-        listen_port: udp.port(),
-        engine: &engine,
-        stop: &term,
-        control: &extras,
-    });
-    let attached = match attached {
-        Ok(a) => a,
+    // The PEP on top of the running tunnel; a failure brings the interface down again.
+    let runner = match pep::start(role, &plan, true, engine.slot_allowed_ips()) {
+        Ok(r) => r,
         Err(e) => {
             stop.store(true, Relaxed);
             for t in threads {
@@ -178,8 +134,35 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
             return Err(e);
         }
     };
+    let monitor = runner.as_ref().map(PepRunner::monitor);
+    let reloader: SharedReloader = Arc::new(Mutex::new(Reloader::new(
+        role,
+        path.to_path_buf(),
+        plan.clone(),
+        engine.clone(),
+        Some(applied),
+        monitor.clone(),
+    )));
+    let answers = Answers {
+        info,
+        engine: engine.clone(),
+        tunnel: true,
+        pep: monitor,
+        reloader: reloader.clone(),
+    };
+    match control::spawn(control, metrics, answers, &stop) {
+        Ok(t) => threads.extend(t),
+        Err(e) => {
+            stop.store(true, Relaxed);
+            drop(runner);
+            for t in threads {
+                let _ = t.join();
+            }
+            return Err(e.into());
+        }
+    }
 
-    timer_loop(&shared, &term);
+    timer_loop(&shared, &term, &hup, &reloader);
 
     tracing::info!(iface = %plan.iface, "shutting down");
     for h in &plan.hooks.pre_down {
@@ -189,10 +172,11 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
     }
     // The PEP resets its flows: the resets toward the peer still go through the tunnel (the
     // data path and the timers run until they are out).
+    let no_hup = AtomicBool::new(false);
     std::thread::scope(|sc| {
-        sc.spawn(|| timer_loop(&shared, &stop));
-        for a in attached {
-            a.stop();
+        sc.spawn(|| timer_loop(&shared, &stop, &no_hup, &reloader));
+        if let Some(r) = runner {
+            r.stop();
         }
         std::thread::sleep(FLUSH);
         stop.store(true, Relaxed);
@@ -200,6 +184,10 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
     for t in threads {
         let _ = t.join();
     }
+    let applied = reloader
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take_net();
     drop(shared);
     drop(tun); // last reference: the link and its routes disappear
     drop(applied); // policy rules
@@ -211,25 +199,72 @@ pub fn run_with(role: Role, path: &Path, attach: Attach) -> Result<(), DaemonErr
     Ok(())
 }
 
-/// Drives every peer's timers and the rate limiter until `until` (or the data path stops).
-fn timer_loop(s: &Shared, until: &AtomicBool) {
+/// `run` with `Tunnel = none`: no TUN and no UDP socket; the PEP splits flows routed across the
+/// satellite link in clear. Runs until `stop` (SIGINT/SIGTERM), then removes everything.
+fn run_without_tunnel(
+    role: Role,
+    path: &Path,
+    plan: &Plan,
+    stop: &Arc<AtomicBool>,
+    hup: &AtomicBool,
+) -> Result<(), DaemonError> {
+    let control = ControlServer::bind(&plan.iface)?;
+    let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
+    // The engine only describes the interface and its peers for `show` (no handshakes here).
+    let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
+    let runner = pep::start(role, plan, false, engine.slot_allowed_ips())?
+        .expect("checked by without_tunnel");
+    tracing::info!(iface = %plan.iface, "{} PEP up without tunnel", role.name());
+    let reloader: SharedReloader = Arc::new(Mutex::new(Reloader::new(
+        role,
+        path.to_path_buf(),
+        plan.clone(),
+        engine.clone(),
+        None,
+        Some(runner.monitor()),
+    )));
+    let answers = Answers {
+        info: InterfaceInfo {
+            interface: plan.iface.clone(),
+            listen_port: 0,
+            fwmark: None,
+        },
+        engine,
+        tunnel: false,
+        pep: Some(runner.monitor()),
+        reloader: reloader.clone(),
+    };
+    let threads = control::spawn(control, metrics, answers, stop)?;
+    while !stop.load(Relaxed) {
+        if hup.swap(false, Relaxed) {
+            let _ = reload_logged(&reloader, "SIGHUP");
+        }
+        std::thread::sleep(POLL);
+    }
+    tracing::info!(iface = %plan.iface, "shutting down");
+    runner.stop();
+    for t in threads {
+        let _ = t.join();
+    }
+    Ok(())
+}
+
+/// Drives every peer's timers and the rate limiter until `until` (or the data path stops);
+/// reloads on SIGHUP.
+fn timer_loop(s: &Shared, until: &AtomicBool, hup: &AtomicBool, reloader: &SharedReloader) {
     let mut buf = vec![0u8; MIN_DST.max(256)];
     while !until.load(Relaxed) && !s.stop.load(Relaxed) {
+        if hup.swap(false, Relaxed) {
+            let _ = reload_logged(reloader, "SIGHUP");
+        }
         s.engine.reset_rate_limiter();
-        for i in 0..s.engine.peers().len() {
+        for i in 0..s.engine.slots() {
             if let Some((to, d)) = s.engine.tick(i, &mut buf) {
                 datapath::send_one(s, d, to);
             }
         }
         std::thread::sleep(TICK);
     }
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -1,19 +1,39 @@
-//! Running system commands for interface setup (`ip`, `sysctl`, hook scripts), with errors that
-//! carry the command line and its stderr.
+//! Running system commands for interface and PEP setup (`ip`, `nft`, `sysctl`, hook scripts),
+//! with errors that carry the command line and its stderr. Every command the daemons run goes
+//! through here.
 
-use std::process::Command;
+use std::io::Write;
+use std::process::{Command, Stdio};
 
 use super::IoError;
 
 /// Runs `prog args...`; Ok(stdout) or an error naming the command, exit status and stderr.
 pub fn run(prog: &str, args: &[&str]) -> Result<String, IoError> {
+    run_input(prog, args, None)
+}
+
+/// Runs `prog args...` with `input` on its stdin (none: `/dev/null`), as [`run`].
+pub fn run_input(prog: &str, args: &[&str], input: Option<&str>) -> Result<String, IoError> {
     let line = render(prog, args);
     tracing::debug!("exec: {line}");
-    let out = Command::new(prog)
+    let mut child = Command::new(prog)
         .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
+        .stdin(match input {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| IoError::sys(format!("run `{line}`"), e))?;
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin
+            .write_all(text.as_bytes())
+            .map_err(|e| IoError::sys(format!("write the input of `{line}`"), e))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| IoError::sys(format!("wait for `{line}`"), e))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
@@ -78,6 +98,12 @@ mod tests {
         assert!(e.contains("sh -c 'echo oops >&2; exit 3'"), "{e}");
         assert!(e.contains("exit 3") && e.contains("oops"), "{e}");
         assert_eq!(run("sh", &["-c", "echo hi"]).unwrap(), "hi\n");
+    }
+
+    #[test]
+    fn input_goes_to_stdin() {
+        assert_eq!(run_input("cat", &[], Some("a\nb\n")).unwrap(), "a\nb\n");
+        assert_eq!(run_input("cat", &[], None).unwrap(), "");
     }
 
     #[test]

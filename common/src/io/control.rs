@@ -1,8 +1,8 @@
 //! The local control socket of a running daemon: abstract unix socket `@starpep/<iface>`
 //! (per network namespace), peers checked with SO_PEERCRED (root or our own uid).
 //!
-//! Protocol: the client sends one request line (`show`), the daemon answers with one JSON
-//! document and closes.
+//! Protocol: the client sends one request line (`show`, `pep`, `reload`), the daemon answers
+//! with one JSON document and closes.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::linux::net::SocketAddrExt;
@@ -97,11 +97,16 @@ fn answer(conn: UnixStream, me: u32, handler: &impl Fn(&str) -> String) -> io::R
 
 /// Sends `request` to the daemon of `iface` in this namespace and returns its answer.
 pub fn request(iface: &str, request: &str) -> Result<String, IoError> {
+    request_timeout(iface, request, Duration::from_secs(5))
+}
+
+/// [`request`], waiting up to `timeout` for the answer.
+pub fn request_timeout(iface: &str, request: &str, timeout: Duration) -> Result<String, IoError> {
     let what = format!("connect to the daemon of {iface} (@{PREFIX}{iface})");
     let conn = addr(iface)
         .and_then(|a| UnixStream::connect_addr(&a))
         .map_err(|e| IoError::sys(what.clone(), e))?;
-    conn.set_read_timeout(Some(Duration::from_secs(5)))
+    conn.set_read_timeout(Some(timeout))
         .map_err(|e| IoError::sys(what.clone(), e))?;
     (&conn)
         .write_all(format!("{request}\n").as_bytes())

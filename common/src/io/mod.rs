@@ -1,11 +1,13 @@
-//! I/O layer: TUN, UDP sockets, routes, nftables, socket options and the undo record's file
-//! (the only place with syscalls).
+//! I/O layer: TUN, UDP sockets, routes, nftables, socket options, the control socket, the
+//! metrics endpoint and the undo record's file (the only place with syscalls).
 //!
 //! `sys` holds every `unsafe` block; the other modules are safe wrappers the daemon loops use.
 
 pub mod cmd;
 pub mod control;
+pub mod http;
 pub mod netconf;
+pub mod stdio;
 pub mod sys;
 pub mod tun;
 pub mod udp;

@@ -5,6 +5,10 @@
 //! killed); the policy rules and `src_valid_mark` do not, which is what [`Applied`] undoes (on
 //! drop, also when a later step fails). Its undo record is on disk (`io::undo_file`, owner: the
 //! interface name), so the next start removes what a killed instance left.
+//! A reload adds and removes the AllowedIPs routes of the peers it changes
+//! ([`Applied::update_routes`]).
+
+use std::collections::BTreeSet;
 
 use ipnet::IpNet;
 
@@ -50,9 +54,10 @@ impl NetPlan {
     }
 }
 
-/// Undo record of a configured interface.
+/// Undo record of a configured interface, and the AllowedIPs routes it added.
 pub struct Applied {
     undo: UndoFile,
+    routes: BTreeSet<IpNet>,
 }
 
 fn fam(net: &IpNet) -> &'static str {
@@ -86,6 +91,54 @@ impl Applied {
         cmd::sysctl(key, value).inspect_err(|_| self.undo.forget(&c))
     }
 
+    /// A reload: adds `add` (most specific last, as at start) and removes the routes of `del`
+    /// it had added (`plan` is the running interface's; no `/0` with [`RouteTable::Auto`]:
+    /// its policy rules are set up at start only). If an add fails, the routes this call
+    /// added are removed again and the error returned; failed removals are logged.
+    pub fn update_routes(
+        &mut self,
+        plan: &NetPlan,
+        add: &[IpNet],
+        del: &[IpNet],
+    ) -> Result<(), IoError> {
+        let mut add: Vec<IpNet> = add.iter().map(|n| n.trunc()).collect();
+        add.sort_by_key(|n| std::cmp::Reverse(n.prefix_len()));
+        let mut done = Vec::new();
+        for net in &add {
+            if let Err(e) = add_route(self, plan, net) {
+                for n in done {
+                    self.del_route(plan, &n);
+                }
+                return Err(e);
+            }
+            if self.routes.contains(net) {
+                done.push(*net);
+            }
+        }
+        for net in del {
+            self.del_route(plan, &net.trunc());
+        }
+        Ok(())
+    }
+
+    fn del_route(&mut self, plan: &NetPlan, net: &IpNet) {
+        if !self.routes.remove(net) {
+            return;
+        }
+        let prefix = net.to_string();
+        let mut args = vec![fam(net), "route", "del", &prefix, "dev", &plan.iface];
+        let table = match plan.table {
+            RouteTable::Id(t) => Some(t.to_string()),
+            _ => None,
+        };
+        if let Some(t) = &table {
+            args.extend(["table", t.as_str()]);
+        }
+        if let Err(e) = cmd::ip(&args) {
+            tracing::warn!("reload: {e}");
+        }
+    }
+
     /// Removes what was added and restores the sysctls, newest first; failures are logged.
     pub fn teardown(&mut self) {
         self.undo.undo_all();
@@ -103,6 +156,7 @@ impl Drop for Applied {
 pub fn apply(plan: &NetPlan) -> Result<Applied, IoError> {
     let mut applied = Applied {
         undo: UndoFile::take_over(&plan.iface),
+        routes: BTreeSet::new(),
     };
     let dev = plan.iface.as_str();
     let mtu = plan.mtu.to_string();
@@ -130,7 +184,9 @@ fn add_route(applied: &mut Applied, plan: &NetPlan, net: &IpNet) -> Result<(), I
         RouteTable::Off => Ok(()),
         RouteTable::Id(t) => {
             let t = t.to_string();
-            cmd::ip(&[f, "route", "add", &prefix, "dev", dev, "table", &t]).map(|_| ())
+            cmd::ip(&[f, "route", "add", &prefix, "dev", dev, "table", &t])?;
+            applied.routes.insert(*net);
+            Ok(())
         }
         RouteTable::Auto if net.prefix_len() == 0 => {
             let t = plan.fwmark.to_string();
@@ -169,6 +225,7 @@ fn add_route(applied: &mut Applied, plan: &NetPlan, net: &IpNet) -> Result<(), I
             let covered = cmd::ip(&[f, "-o", "route", "show", "dev", dev, "match", &prefix])?;
             if covered.trim().is_empty() {
                 cmd::ip(&[f, "route", "add", &prefix, "dev", dev])?;
+                applied.routes.insert(*net);
             }
             Ok(())
         }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use super::buffers::{LinkActivity, LinkId};
 use super::relay::FlowState;
 use super::starpep::ControlRecord;
 use super::tcpinfo::SegmentInfo;
@@ -48,6 +49,10 @@ pub struct FlowRecord {
     pub control: Option<ControlRecord>,
     /// How the satellite segment started (careful resume), when it is on.
     pub start: Option<crate::pep::StartPlan>,
+    /// The satellite link the flow shares (its peer at the POP) and whether it moved bytes in
+    /// its last period: its buffers' share ([`super::buffers`]).
+    pub link: LinkId,
+    pub active: bool,
 }
 
 /// The shell must change the interception of new flows.
@@ -83,6 +88,7 @@ pub struct TableTotals {
     pub connect_failed: u64,
     pub idle_timeout: u64,
     pub shutdown: u64,
+    pub revoked: u64,
 }
 
 /// The live flows of one PEP instance.
@@ -98,6 +104,8 @@ pub struct FlowTable {
     caps: TenantCaps,
     /// Cap changes not yet taken by the shell, in order.
     cap_changes: Vec<CapChange>,
+    /// Active flows per satellite link.
+    links: LinkActivity,
 }
 
 impl FlowTable {
@@ -114,6 +122,7 @@ impl FlowTable {
             tenants: TenantMap::default(),
             caps: TenantCaps::new(usize::MAX, usize::MAX),
             cap_changes: Vec::new(),
+            links: LinkActivity::default(),
         }
     }
 
@@ -128,6 +137,33 @@ impl FlowTable {
         self.caps = TenantCaps::new(per_addr, per_peer);
         self.tenants = tenants;
         self
+    }
+
+    /// A reload: new limits and tenants for the flows admitted from now on (live flows stay
+    /// charged to the tenants they were admitted under). May pause or resume interception at
+    /// once, and cap or uncap tenants ([`FlowTable::take_cap_changes`]).
+    pub fn set_limits(
+        &mut self,
+        max_flows: usize,
+        per_addr: usize,
+        per_peer: usize,
+        tenants: TenantMap,
+    ) -> Option<InterceptChange> {
+        self.max = max_flows.max(1);
+        self.resume_at = (self.max - self.max / 16).saturating_sub(1);
+        self.tenants = tenants;
+        let caps = self.caps.set_limits(per_addr, per_peer);
+        self.cap_changes.extend(caps);
+        if self.intercepting && self.flows.len() >= self.max {
+            self.intercepting = false;
+            self.totals.pauses += 1;
+            Some(InterceptChange::Pause)
+        } else if !self.intercepting && self.flows.len() <= self.resume_at {
+            self.intercepting = true;
+            Some(InterceptChange::Resume)
+        } else {
+            None
+        }
     }
 
     /// The per-tenant cap, and how tenants are told apart.
@@ -170,6 +206,11 @@ impl FlowTable {
         let tenants = self.tenants.tenants(key.client.ip());
         let (over_cap, caps) = self.caps.admit_all(&tenants);
         self.cap_changes.extend(caps);
+        let link = tenants.iter().find_map(|t| match t {
+            Tenant::Peer(i) => Some(*i),
+            Tenant::Addr(_) => None,
+        });
+        self.links.admit(link);
         self.flows.insert(
             id,
             FlowRecord {
@@ -183,6 +224,8 @@ impl FlowTable {
                 terrestrial: None,
                 control: None,
                 start: None,
+                link,
+                active: true,
             },
         );
         self.totals.accepted += 1;
@@ -222,6 +265,7 @@ impl FlowTable {
         bytes_down: u64,
     ) -> Option<InterceptChange> {
         let r = self.flows.remove(&id)?;
+        self.links.remove(r.link, r.active);
         for t in &r.tenants {
             self.cap_changes.extend(self.caps.remove(t));
         }
@@ -233,6 +277,7 @@ impl FlowTable {
             FlowState::ConnectFailed => t.connect_failed += 1,
             FlowState::IdleTimeout => t.idle_timeout += 1,
             FlowState::Shutdown => t.shutdown += 1,
+            FlowState::Revoked => t.revoked += 1,
             _ => t.closed += 1,
         }
         if !self.intercepting && self.flows.len() <= self.resume_at {
@@ -262,6 +307,26 @@ impl FlowTable {
             return Some(InterceptChange::Resume);
         }
         None
+    }
+
+    /// Records whether flow `id` moved bytes in its last period; returns how many flows its
+    /// buffers are shared with now ([`LinkActivity::sharing`]; 1 for an unknown flow).
+    pub fn set_active(&mut self, id: FlowId, active: bool) -> usize {
+        let Some(r) = self.flows.get_mut(&id) else {
+            return 1;
+        };
+        if r.active != active {
+            self.links.set_active(r.link, active);
+        }
+        r.active = active;
+        self.links.sharing(r.link, active)
+    }
+
+    /// How many flows the buffers of flow `id` are shared with now (1 for an unknown flow).
+    pub fn sharing(&self, id: FlowId) -> usize {
+        self.flows
+            .get(&id)
+            .map_or(1, |r| self.links.sharing(r.link, r.active))
     }
 
     /// The shell could not apply a change: record the state it is really in.

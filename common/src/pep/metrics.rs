@@ -83,6 +83,9 @@ pub struct PepMetrics {
     pub connect_failed: u64,
     pub idle_timeout: u64,
     pub shutdown: u64,
+    /// Reset because a reload removed the peer that carried them.
+    #[serde(default)]
+    pub revoked: u64,
     /// Bytes of finished flows plus the live flows' last figures.
     pub bytes_up: u64,
     pub bytes_down: u64,
@@ -117,6 +120,7 @@ impl PepMetrics {
             connect_failed,
             idle_timeout,
             shutdown,
+            revoked,
         } = table.totals();
         let (caps, _) = table.client_cap();
         let (over_cap, client_caps) = caps.totals();
@@ -165,6 +169,7 @@ impl PepMetrics {
             connect_failed,
             idle_timeout,
             shutdown,
+            revoked,
             bytes_up: bytes_up + live_up,
             bytes_down: bytes_down + live_down,
             flows,

@@ -3,12 +3,17 @@
 //!
 //! Nothing here touches a socket or reads the clock: `proxy` (the I/O shell) feeds events and
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
-//! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine, [`flows`]
-//! the flow table with the `MaxFlows` pause, [`nofile`] how many flows the descriptors allow, [`liveness`] when a silent satellite segment is
-//! given up, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
-//! `TCP_CC_INFO`), [`metrics`] is what `show` prints. The design is documented in `docs/pep.md`.
+//! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine ([`segments`]:
+//! its writes toward the satellite end on segment boundaries), [`flows`]
+//! the flow table with the `MaxFlows` pause, [`nofile`] how many flows the descriptors allow,
+//! [`buffers`] each flow's share of its link's socket buffers, [`liveness`] when a silent
+//! satellite segment is given up, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
+//! `TCP_CC_INFO`), [`metrics`] is what `show` prints, [`reload`] what a reload may change. The
+//! design is documented in `docs/pep.md`.
 
 pub mod bbrinfo;
+pub mod buffers;
+pub mod control_stats;
 pub mod flows;
 pub mod liveness;
 pub mod metrics;
@@ -16,12 +21,16 @@ pub mod nft;
 pub mod nofile;
 pub mod plan;
 pub mod relay;
+pub mod reload;
 pub mod routes;
+pub mod segments;
 pub mod starpep;
 pub mod start;
 pub mod tcpinfo;
 pub mod tenants;
 
+#[cfg(test)]
+mod tests_buffers;
 #[cfg(test)]
 mod tests_flows;
 #[cfg(test)]

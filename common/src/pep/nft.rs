@@ -242,3 +242,75 @@ pub fn set_intercepting(table: &str, on: bool) -> String {
         format!("flush set inet {table} {ENABLED_SET}\n")
     }
 }
+
+/// What the flow table shows of the activity the nft SYN counters count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterActivity {
+    /// Flows admitted since start (each came through the intercepting rule).
+    pub accepted: u64,
+    /// Interception is paused (`MaxFlows`): unsplit SYNs count as overflow.
+    pub paused: bool,
+    /// Clients at their share: their SYNs count as capped.
+    pub capped: usize,
+}
+
+/// When the daemon reads the table's counters (running `nft`): only when they may have moved
+/// since the last read, so an idle PEP never spawns `nft` and `show` reads the daemon's copy.
+/// Overflow and capped SYNs move without any accept, so a paused or capping table is read on
+/// every poll; otherwise a read follows new accepts or a change of state (the last counts
+/// after a resume or uncap).
+#[derive(Debug, Default)]
+pub struct CounterPoll {
+    last: Option<CounterActivity>,
+}
+
+impl CounterPoll {
+    /// Whether to read the counters now; the activity is recorded as read.
+    pub fn due(&mut self, now: CounterActivity) -> bool {
+        let due = now.paused || now.capped > 0 || self.last != Some(now);
+        if due {
+            self.last = Some(now);
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod counter_tests {
+    use super::*;
+
+    fn act(accepted: u64, paused: bool, capped: usize) -> CounterActivity {
+        CounterActivity {
+            accepted,
+            paused,
+            capped,
+        }
+    }
+
+    #[test]
+    fn counters_are_read_only_when_they_may_have_moved() {
+        let mut p = CounterPoll::default();
+        assert!(p.due(act(0, false, 0)), "the first poll reads");
+        assert!(!p.due(act(0, false, 0)), "idle: no read");
+        assert!(p.due(act(3, false, 0)), "new accepts");
+        assert!(!p.due(act(3, false, 0)));
+        assert!(
+            p.due(act(3, true, 0)) && p.due(act(3, true, 0)),
+            "paused: every poll"
+        );
+        assert!(
+            p.due(act(3, false, 0)),
+            "the resume reads the last overflow"
+        );
+        assert!(!p.due(act(3, false, 0)));
+        assert!(
+            p.due(act(3, false, 1)) && p.due(act(3, false, 1)),
+            "capped: every poll"
+        );
+        assert!(
+            p.due(act(3, false, 0)),
+            "the uncap reads the last capped SYNs"
+        );
+        assert!(!p.due(act(3, false, 0)));
+    }
+}

@@ -50,8 +50,9 @@ pub struct PlanInput {
     pub destinations_default: Vec<IpNet>,
     /// WireGuard's `FwMark`, to refuse a collision with ours.
     pub wg_fwmark: Option<u32>,
-    /// POP: each peer's AllowedIPs (a peer is one client for `MaxFlowsPerClient`); the box:
-    /// empty (each source address is one client).
+    /// Each peer's AllowedIPs, by the tunnel engine's slot (a removed peer's slot is empty).
+    /// At the POP a peer is one client for `MaxFlowsPerClient`; the box charges each source
+    /// address instead. Both use them to tell which flows a reload takes from their peer.
     pub peers: Vec<Vec<IpNet>>,
 }
 
@@ -142,6 +143,9 @@ pub struct Plan {
     pub max_flows_per_host: usize,
     pub max_flows_per_peer: usize,
     pub tenants: TenantMap,
+    /// Who carries which addresses: every peer's AllowedIPs by slot (both roles). A flow whose
+    /// carrier a reload removes is reset ([`crate::pep::reload::orphans`]).
+    pub carriers: TenantMap,
     pub idle_timeout: Duration,
     /// `initcwnd` for the routes toward the satellite segment.
     pub init_cwnd: Option<u32>,
@@ -324,6 +328,7 @@ impl Plan {
                 Role::Box => Vec::new(),
                 Role::Pop => input.peers.clone(),
             }),
+            carriers: TenantMap::new(input.peers.clone()),
             idle_timeout: pep.idle_timeout,
             init_cwnd: pep.init_cwnd,
             start,

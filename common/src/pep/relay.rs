@@ -81,6 +81,8 @@ pub enum Event {
     Tick,
     /// The daemon is shutting down.
     Shutdown,
+    /// A reload removed the peer that carried the flow (or its AllowedIPs no longer hold it).
+    Revoke,
 }
 
 /// What the shell must do.
@@ -162,6 +164,8 @@ pub enum FlowState {
     IdleTimeout,
     /// Reset because the daemon shut down.
     Shutdown,
+    /// Reset because a reload removed the peer that carried it.
+    Revoked,
 }
 
 impl FlowState {
@@ -174,6 +178,7 @@ impl FlowState {
                 | FlowState::ConnectFailed
                 | FlowState::IdleTimeout
                 | FlowState::Shutdown
+                | FlowState::Revoked
         )
     }
 
@@ -188,6 +193,7 @@ impl FlowState {
             FlowState::ConnectFailed => "connect-failed",
             FlowState::IdleTimeout => "idle-timeout",
             FlowState::Shutdown => "shutdown",
+            FlowState::Revoked => "revoked",
         }
     }
 }
@@ -326,10 +332,14 @@ impl Relay {
                     self.finish(FlowState::IdleTimeout, &mut out);
                 }
             }
-            Event::Shutdown => {
+            Event::Shutdown | Event::Revoke => {
                 out.push(Action::Abort(Side::Accepted));
                 out.push(Action::Abort(Side::Connected));
-                self.finish(FlowState::Shutdown, &mut out);
+                let end = match ev {
+                    Event::Revoke => FlowState::Revoked,
+                    _ => FlowState::Shutdown,
+                };
+                self.finish(end, &mut out);
             }
         }
         out

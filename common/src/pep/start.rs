@@ -223,6 +223,11 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
         &self.p
     }
 
+    /// New parameters (a reload): the paths keep what they measured.
+    pub fn set_params(&mut self, p: StartParams) {
+        self.p = p;
+    }
+
     /// The paths with a memory (the shell plans for these and for the configured default).
     pub fn paths(&self) -> impl Iterator<Item = &K> {
         self.paths.keys()

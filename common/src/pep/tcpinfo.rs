@@ -61,6 +61,8 @@ pub struct TcpInfo {
     pub pacing_rate: Option<u64>,
     pub bytes_acked: Option<u64>,
     pub bytes_received: Option<u64>,
+    /// `tcpi_segs_in`: segments received (for a sender, its ACKs).
+    pub segs_in: Option<u32>,
     pub notsent_bytes: Option<u32>,
     pub min_rtt_us: Option<u32>,
     pub delivery_rate: Option<u64>,
@@ -90,6 +92,7 @@ mod off {
     pub const PACING_RATE: usize = 104;
     pub const BYTES_ACKED: usize = 120;
     pub const BYTES_RECEIVED: usize = 128;
+    pub const SEGS_IN: usize = 140;
     pub const NOTSENT_BYTES: usize = 144;
     pub const MIN_RTT: usize = 148;
     pub const DELIVERY_RATE: usize = 160;
@@ -137,6 +140,7 @@ impl TcpInfo {
             pacing_rate: u64_at(off::PACING_RATE),
             bytes_acked: u64_at(off::BYTES_ACKED),
             bytes_received: u64_at(off::BYTES_RECEIVED),
+            segs_in: u32_at(off::SEGS_IN),
             notsent_bytes: u32_at(off::NOTSENT_BYTES),
             min_rtt_us: u32_at(off::MIN_RTT),
             delivery_rate: u64_at(off::DELIVERY_RATE),

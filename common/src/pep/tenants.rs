@@ -24,7 +24,8 @@ pub enum Tenant {
 /// Maps a client address to its tenant.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TenantMap {
-    /// Per peer, its AllowedIPs (empty on the box: every address is its own tenant).
+    /// Per peer slot, its AllowedIPs (empty on the box: every address is its own tenant; an
+    /// empty slot is a peer a reload removed).
     peers: Vec<Vec<IpNet>>,
 }
 
@@ -39,7 +40,16 @@ impl TenantMap {
         TenantMap { peers }
     }
 
-    /// How many peers.
+    /// The peers' slots with their prefixes (empty slots left out).
+    pub fn peers(&self) -> impl Iterator<Item = (usize, &[IpNet])> {
+        self.peers
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.is_empty())
+            .map(|(i, n)| (i, n.as_slice()))
+    }
+
+    /// How many peer slots.
     pub fn len(&self) -> usize {
         self.peers.len()
     }
@@ -137,6 +147,40 @@ impl TenantCaps {
         }
     }
 
+    /// New caps (a reload): tenants at or over theirs are capped, capped ones now at or below
+    /// the new low watermark are uncapped. Returns the changes.
+    pub fn set_limits(&mut self, addr_cap: usize, peer_cap: usize) -> Vec<CapChange> {
+        self.addr = Limit::new(addr_cap);
+        self.peer = Limit::new(peer_cap);
+        let mut changes = Vec::new();
+        let mut live: Vec<(&Tenant, &usize)> = self.live.iter().collect();
+        live.sort_by_key(|(t, _)| format!("{t:?}"));
+        for (t, n) in live {
+            if *n >= self.limit(t).cap && !self.capped.contains(t) {
+                changes.push(CapChange::Cap(t.clone()));
+            }
+        }
+        let mut capped: Vec<&Tenant> = self.capped.iter().collect();
+        capped.sort_by_key(|t| format!("{t:?}"));
+        for t in capped {
+            if self.live(t) <= self.limit(t).resume_at {
+                changes.push(CapChange::Uncap(t.clone()));
+            }
+        }
+        for c in &changes {
+            match c {
+                CapChange::Cap(t) => {
+                    self.capped.insert(t.clone());
+                    self.caps += 1;
+                }
+                CapChange::Uncap(t) => {
+                    self.capped.remove(t);
+                }
+            }
+        }
+        changes
+    }
+
     /// The caps of an address and of a peer.
     pub fn caps(&self) -> (usize, usize) {
         (self.addr.cap, self.peer.cap)
@@ -222,7 +266,9 @@ impl TenantCaps {
 /// two peers' overlapping AllowedIPs) does not hold up the others, and retried until it holds.
 #[derive(Debug, Clone, Default)]
 pub struct CapSync {
-    applied: HashSet<Tenant>,
+    /// The tenants in the sets, with the prefixes they were added with (a reload may change a
+    /// peer's prefixes while it is capped: the old ones are what must be deleted).
+    applied: HashMap<Tenant, Vec<IpNet>>,
 }
 
 /// Element operations for the nft sets: addresses (`capped4`/`6`) and peers' prefixes
@@ -253,11 +299,11 @@ pub struct CapStep {
 }
 
 impl CapSync {
-    /// What differs between the sets and `want` (removals first), in a stable order.
+    /// What differs between the sets and `want` under `map` (removals first), in a stable
+    /// order. A tenant in the sets whose prefixes `map` changed is removed and added again.
     pub fn diff(&self, map: &TenantMap, want: &HashSet<Tenant>) -> Vec<CapStep> {
         let mut steps: Vec<CapStep> = Vec::new();
-        let mut push = |t: &Tenant, on: bool| {
-            let p = map.prefixes(t);
+        let mut push = |t: &Tenant, on: bool, p: Vec<IpNet>| {
             let mut ops = SetOps::default();
             match (on, matches!(t, Tenant::Peer(_))) {
                 (true, false) => ops.add = p,
@@ -271,15 +317,23 @@ impl CapSync {
                 ops,
             });
         };
-        let mut gone: Vec<&Tenant> = self.applied.difference(want).collect();
-        let mut new: Vec<&Tenant> = want.difference(&self.applied).collect();
-        gone.sort_by_key(|t| format!("{t:?}"));
+        let moved = |t: &Tenant, p: &Vec<IpNet>| *p != map.prefixes(t);
+        let mut gone: Vec<(&Tenant, &Vec<IpNet>)> = self
+            .applied
+            .iter()
+            .filter(|(t, p)| !want.contains(*t) || moved(t, p))
+            .collect();
+        let mut new: Vec<&Tenant> = want
+            .iter()
+            .filter(|t| self.applied.get(*t).is_none_or(|p| moved(t, p)))
+            .collect();
+        gone.sort_by_key(|(t, _)| format!("{t:?}"));
         new.sort_by_key(|t| format!("{t:?}"));
-        for t in gone {
-            push(t, false);
+        for (t, p) in gone {
+            push(t, false, p.clone());
         }
         for t in new {
-            push(t, true);
+            push(t, true, map.prefixes(t));
         }
         steps
     }
@@ -287,7 +341,8 @@ impl CapSync {
     /// Records that nft took `step`.
     pub fn applied(&mut self, step: &CapStep) {
         if step.on {
-            self.applied.insert(step.tenant.clone());
+            let p = [&step.ops.add[..], &step.ops.add_peer[..]].concat();
+            self.applied.insert(step.tenant.clone(), p);
         } else {
             self.applied.remove(&step.tenant);
         }

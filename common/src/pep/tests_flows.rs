@@ -157,6 +157,7 @@ fn tcp_info_bytes(len: usize) -> Vec<u8> {
     put32(&mut b, 80, 42);
     put32(&mut b, 100, 7);
     put64(&mut b, 120, 123_456);
+    put32(&mut b, 140, 4_321);
     put32(&mut b, 148, 500_100);
     put64(&mut b, 160, 1_250_000);
     put32(&mut b, 228, 65_535);
@@ -202,6 +203,7 @@ fn tcp_info_is_parsed_by_offset_and_short_structs_lack_the_new_fields() {
     assert_eq!((i.last_data_recv_ms, i.last_ack_recv_ms), (9_000, 31_000));
     assert_eq!((i.rcv_mss, i.unacked, i.rcv_rtt_us), (1448, 17, 20_500));
     assert_eq!(i.bytes_acked, Some(123_456));
+    assert_eq!(i.segs_in, Some(4_321));
     assert_eq!(i.min_rtt_us, Some(500_100));
     assert_eq!(i.delivery_rate, Some(1_250_000));
     assert_eq!(i.snd_wnd, Some(65_535));

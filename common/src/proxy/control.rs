@@ -255,6 +255,7 @@ impl FlowControl {
                 lost_bytes: i.lost.saturating_mul(i.snd_mss),
                 sacked_bytes: i.sacked.saturating_mul(i.snd_mss),
                 bbr: self.bbr_info(sat),
+                acks: i.segs_in.unwrap_or(0),
             }),
             up: up_info.map(|i| UpSample {
                 rcv_rtt_us: i.rcv_rtt_us,
@@ -264,6 +265,11 @@ impl FlowControl {
             }),
         };
         let d = self.ctl.on_samples(now, &samples);
+        // Writes toward the satellite end on its segments' boundaries (an observer changes
+        // nothing).
+        if let (Some(i), Some(_)) = (sat_info, &self.backend) {
+            io.segment[self.dir as usize].store(i.snd_mss, std::sync::atomic::Ordering::Relaxed);
+        }
         // An observer (`Mode = split` with a ControlLog) changes nothing.
         if d.restart_cc && self.backend.is_some() {
             self.restart_cc(sat);

@@ -21,6 +21,9 @@ pub enum ProxyError {
     Cmd(#[from] IoError),
     #[error("StarPEP eBPF back-end: {0}")]
     Ebpf(#[from] starpep_ebpf::EbpfError),
+    /// A reload asked for changes a running PEP cannot make, one per line.
+    #[error("{}", .0.join("\n"))]
+    Reload(Vec<String>),
 }
 
 impl ProxyError {

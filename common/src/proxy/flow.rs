@@ -1,11 +1,13 @@
 //! One split flow: connect toward the original destination, run both relay directions, sample
-//! TCP_INFO, execute resets and timeouts, and leave the flow table when done.
+//! TCP_INFO, execute resets and timeouts (and a reload's revocation), and leave the flow table
+//! when done. A flow runs with the plan it started with.
 //!
 //! Both sockets carry `SO_LINGER 0` while the flow lives (cleared at a clean end): if the
 //! daemon dies (kill -9, crash), the kernel closes them with a reset, so neither end host takes
 //! a cut stream for a complete one.
 
 use std::os::fd::AsFd;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +19,8 @@ use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Sid
 
 use super::control::{info, FlowControl};
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
+use super::reload::Revocation;
+use super::share::FlowShare;
 use super::start::{FlowStart, JUMP_CHECK};
 use super::state::Shared;
 use super::{sockopt, sys};
@@ -30,6 +34,11 @@ pub async fn run(shared: Arc<Shared>, accepted: Socket, key: FlowKey, id: FlowId
     async move {
         let (state, up, down) = relay_flow(&shared, accepted, key, id).await;
         tracing::debug!(state = state.as_str(), up, down, "flow ended");
+        shared
+            .control_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .end(id);
         shared.remove(id, state, up, down);
     }
     .instrument(span)
@@ -48,7 +57,9 @@ async fn relay_flow(
     key: FlowKey,
     id: FlowId,
 ) -> (FlowState, u64, u64) {
-    let plan = &shared.plan;
+    let plan = shared.plan();
+    let plan = &*plan;
+    let mut revocation = Revocation::new(shared, id);
     let mut relay = Relay::new(plan.flow_buffer, plan.idle_timeout, Instant::now());
     let reset_accepted = |s: &Socket| {
         let _ = s.set_linger(Some(Duration::ZERO));
@@ -95,11 +106,17 @@ async fn relay_flow(
             Err(e) => Err(e.to_string()),
         },
         _ = super::until_shutdown(&mut shutdown) => Err("daemon shutting down".into()),
+        _ = revocation.wait() => Err("its peer was removed".into()),
     };
     if let Err(e) = outcome {
         tracing::info!("connect {} failed: {e}; resetting the client", key.server);
         reset_accepted(accepted.get_ref());
-        relay.on(Event::ConnectFailed, Instant::now());
+        let ev = if revocation.is_revoked() {
+            Event::Revoke
+        } else {
+            Event::ConnectFailed
+        };
+        relay.on(ev, Instant::now());
         return (relay.state(), 0, 0);
     }
     relay.on(Event::Connected, Instant::now());
@@ -116,6 +133,7 @@ async fn relay_flow(
         relay: std::sync::Mutex::new(relay),
         quick_ack,
         unsent_limit: Default::default(),
+        segment: Default::default(),
     };
     let ccs = [
         sockopt::congestion_name(io.accepted.get_ref()),
@@ -141,6 +159,7 @@ async fn relay_flow(
         });
     };
     refresh(&io);
+    let mut share = FlowShare::start(shared, plan, io.sock(plan.satellite_side).get_ref(), id);
     let mut control = match &plan.starpep {
         Some(sp) => FlowControl::new(
             sp,
@@ -164,7 +183,15 @@ async fn relay_flow(
         key.client.ip(),
         id,
     );
-    supervise(shared, &io, &refresh, control.as_mut(), start.as_mut(), id).await;
+    let hooks = Hooks {
+        plan,
+        revocation,
+        refresh: &refresh,
+        share: &mut share,
+        control: control.as_mut(),
+        start: start.as_mut(),
+    };
+    supervise(shared, &io, hooks, id).await;
     if let Some(c) = &control {
         c.release(&io);
     }
@@ -183,10 +210,16 @@ async fn relay_flow(
 
 /// One StarPEP tick: run the controller, log and publish its record.
 fn control_tick(shared: &Shared, io: &FlowIo, c: &mut FlowControl, id: FlowId) {
-    let rec = c.tick(io, shared.clock.now());
+    let now = shared.clock.now();
+    let rec = c.tick(io, now);
     if let Some(log) = &shared.control_log {
         log.write(&rec);
     }
+    shared
+        .control_stats
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .observe(id, now, &rec);
     shared.table(|t| {
         if let Some(r) = t.record_mut(id) {
             r.control = Some(rec);
@@ -194,21 +227,44 @@ fn control_tick(shared: &Shared, io: &FlowIo, c: &mut FlowControl, id: FlowId) {
     });
 }
 
+/// What a flow's supervision runs besides the relay: the record refresh and the buffer share
+/// (every period), the StarPEP controller and careful resume (when on), and the revocation
+/// a reload sends when the flow's peer is removed.
+struct Hooks<'a> {
+    plan: &'a crate::pep::Plan,
+    revocation: Revocation,
+    refresh: &'a (dyn Fn(&FlowIo) + Sync),
+    share: &'a mut FlowShare,
+    control: Option<&'a mut FlowControl>,
+    start: Option<&'a mut FlowStart>,
+}
+
 /// Both directions, the idle tick, the StarPEP control tick, error watches on half-closed
-/// sockets and shutdown.
-async fn supervise(
-    shared: &Shared,
-    io: &FlowIo,
-    refresh: &(dyn Fn(&FlowIo) + Sync),
-    mut control: Option<&mut FlowControl>,
-    mut start: Option<&mut FlowStart>,
-    id: FlowId,
-) {
+/// sockets, shutdown and revocation.
+async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
+    let Hooks {
+        plan,
+        mut revocation,
+        refresh,
+        share,
+        mut control,
+        mut start,
+    } = hooks;
     let mode = shared.mode;
-    let cap = shared.plan.flow_buffer;
+    let cap = plan.flow_buffer;
     let pipes = match mode {
         RelayMode::Splice => match (Pipe::new(cap), Pipe::new(cap)) {
-            (Ok(a), Ok(b)) => Some([a, b]),
+            (Ok(a), Ok(b)) => {
+                if (a.short() || b.short()) && !shared.pipes_short.swap(true, Relaxed) {
+                    tracing::warn!(
+                        "splice pipes of new flows stay at {} bytes, not {cap}: the pipe pages \
+                         of the daemon's user are spent (fs.pipe-user-pages-soft); grant \
+                         CAP_SYS_RESOURCE (the packaged units do) or raise the sysctl",
+                        a.size().min(b.size())
+                    );
+                }
+                Some([a, b])
+            }
             (Err(e), _) | (_, Err(e)) => {
                 tracing::warn!("pipe for splice: {e}; copying through a buffer instead");
                 None
@@ -270,21 +326,27 @@ async fn supervise(
             _ = tick.tick() => {
                 let a = io.event(Event::Tick);
                 let _ = io.exec(&a);
-                if let Some(f) = dead_peer(shared, io) {
+                if let Some(f) = dead_peer(plan, io) {
                     fail(f);
                 }
                 refresh(io);
+                share.tick(shared, io, id);
                 if let Some(s) = start.as_deref_mut() {
                     s.sample(shared, io, control.as_deref());
                 }
             },
             _ = jump_tick.tick(), if start.as_ref().is_some_and(|s| s.jumping()) => {
                 if let Some(s) = start.as_deref_mut() {
-                    s.jump_tick(io.sock(shared.plan.satellite_side).get_ref(), shared.clock.now());
+                    s.jump_tick(io.sock(plan.satellite_side).get_ref(), shared.clock.now());
                 }
             },
             _ = super::until_shutdown(&mut shutdown) => {
                 let a = io.event(Event::Shutdown);
+                let _ = io.exec(&a);
+            },
+            _ = revocation.wait() => {
+                tracing::debug!("its peer was removed: resetting");
+                let a = io.event(Event::Revoke);
                 let _ = io.exec(&a);
             },
         }
@@ -293,9 +355,9 @@ async fn supervise(
 
 /// The satellite segment's peer (the far PEP) has been silent for `DeadPeerTimeout` while
 /// the segment waits on it (`pep::liveness`): the flow is given up.
-fn dead_peer(shared: &Shared, io: &FlowIo) -> Option<Failure> {
-    let side = shared.plan.satellite_side;
-    let l = shared.plan.opts(side).liveness?;
+fn dead_peer(plan: &crate::pep::Plan, io: &FlowIo) -> Option<Failure> {
+    let side = plan.satellite_side;
+    let l = plan.opts(side).liveness?;
     let i = info(io.sock(side).get_ref())?;
     l.is_dead(&i).then(|| {
         tracing::info!(

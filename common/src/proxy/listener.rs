@@ -1,5 +1,6 @@
 //! TPROXY accept loops: every accepted socket is a new split flow (getsockname = the original
 //! destination, getpeername = the originator), admitted to the flow table and run as a task.
+//! A reload's plan gives the listener its new socket options (inherited by accepted sockets).
 //! With no descriptor left, a pending connection is refused (reset), not left waiting.
 
 use std::net::SocketAddr;
@@ -9,12 +10,11 @@ use std::time::{Duration, Instant};
 use socket2::Socket;
 use tokio::net::TcpListener;
 
-use crate::pep::{FlowKey, FlowState};
+use crate::pep::{FlowKey, FlowState, Side};
 
 use super::error::ProxyError;
-use super::flow;
-use super::nofile;
 use super::state::Shared;
+use super::{flow, nofile, sockopt};
 
 /// Back-off after an accept error (e.g. out of file descriptors), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -28,9 +28,20 @@ pub fn to_tokio(s: Socket, addr: SocketAddr) -> Result<TcpListener, ProxyError> 
 pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     let mut shutdown = shared.shutdown_rx.clone();
     let mut exhausted = false;
+    let mut plans = shared.plan.subscribe();
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
+            r = plans.changed() => {
+                if r.is_ok() {
+                    let plan = plans.borrow_and_update().clone();
+                    let s = socket2::SockRef::from(&listener);
+                    if let Err(e) = sockopt::apply(&s, plan.opts(Side::Accepted)) {
+                        tracing::warn!("listener options of the new plan: {e}");
+                    }
+                }
+                continue;
+            }
             _ = super::until_shutdown(&mut shutdown) => return,
         };
         let (stream, client) = match accepted {

@@ -6,18 +6,20 @@
 //! removes everything on [`PepHandle::shutdown`] (or on drop). See `docs/pep.md`.
 
 mod control;
-pub mod daemon;
 pub mod error;
 mod flow;
 mod listener;
 pub mod netcfg;
 mod nofile;
 pub mod pump;
+mod reload;
 mod runner;
+mod share;
 mod sockopt;
 mod start;
 mod state;
 mod sys;
+mod tasks;
 pub mod window;
 mod window_ebpf;
 
@@ -30,11 +32,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{self, TunnelMode};
-use crate::pep::{CapSync, Plan, PlanInput, Side};
+use crate::pep::{Plan, PlanInput, Side};
 
 pub use crate::pep::{PepMetrics, Role};
 pub use error::ProxyError;
 pub use pump::RelayMode;
+pub use reload::PreparedPlan;
 pub use runner::{PepMonitor, PepRunner};
 
 use control::ControlLog;
@@ -42,6 +45,16 @@ use netcfg::NetCfg;
 use state::Shared;
 use window::{ClampBackend, WindowBackend};
 use window_ebpf::EbpfBackend;
+
+/// Undoes what the PEP of a killed instance named `name` left in this namespace (its undo
+/// record), before the tunnel adds its rules: those take the priority below the lowest rule
+/// present, so with stale PEP rules still there they would land before the new PEP's rules and
+/// catch the packets it intercepts. Call once the control socket is bound (the name is ours).
+pub fn undo_stale(name: &str) {
+    drop(crate::io::undo_file::UndoFile::take_over(
+        &crate::pep::plan::table_name(name),
+    ));
+}
 
 /// What the daemon tells the PEP.
 #[derive(Debug, Clone)]
@@ -56,13 +69,27 @@ pub struct PepContext {
     pub destinations_default: Vec<IpNet>,
     /// WireGuard's FwMark, checked against the PEP's mark.
     pub wg_fwmark: Option<u32>,
-    /// POP: each peer's AllowedIPs (one client each for `MaxFlowsPerClient`).
+    /// Each peer's AllowedIPs by the tunnel engine's slot (empty for a removed peer): one
+    /// client each at the POP (`MaxFlowsPerClient`), and who carries which flows (a reload
+    /// resets the flows it takes from their peer).
     pub peers: Vec<Vec<IpNet>>,
     /// How flows move bytes (splice unless measuring).
     pub relay: RelayMode,
 }
 
 impl PepContext {
+    /// What the plan needs of the context.
+    pub fn plan_input(&self) -> PlanInput {
+        PlanInput {
+            name: self.name.clone(),
+            tunnel_if: self.tunnel_if.clone(),
+            tunnel_mtu: self.tunnel_mtu,
+            destinations_default: self.destinations_default.clone(),
+            wg_fwmark: self.wg_fwmark,
+            peers: self.peers.clone(),
+        }
+    }
+
     pub fn new(role: Role, name: &str) -> PepContext {
         PepContext {
             role,
@@ -80,8 +107,6 @@ impl PepContext {
 /// Entry point of the PEP.
 pub struct Pep;
 
-/// How often counters are read from nft while new flows pass unsplit.
-const COUNTER_REFRESH: Duration = Duration::from_secs(2);
 /// How long shutdown waits for flows to reset themselves.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
@@ -89,15 +114,7 @@ impl Pep {
     /// Starts splitting on the current tokio runtime. Needs CAP_NET_ADMIN (transparent sockets,
     /// nftables, policy routing). On error nothing stays installed.
     pub async fn start(cfg: &config::Pep, ctx: PepContext) -> Result<PepHandle, ProxyError> {
-        let input = PlanInput {
-            name: ctx.name.clone(),
-            tunnel_if: ctx.tunnel_if.clone(),
-            tunnel_mtu: ctx.tunnel_mtu,
-            destinations_default: ctx.destinations_default.clone(),
-            wg_fwmark: ctx.wg_fwmark,
-            peers: ctx.peers.clone(),
-        };
-        let mut plan = Plan::new(cfg, ctx.role, &input)?;
+        let mut plan = Plan::new(cfg, ctx.role, &ctx.plan_input())?;
         if ctx.role == Role::Box && cfg.tunnel == TunnelMode::None {
             let nets: Vec<IpNet> = plan
                 .dst4
@@ -167,12 +184,13 @@ impl Pep {
             .into_iter()
             .map(|l| tokio::spawn(listener::accept_loop(shared.clone(), l)))
             .collect();
-        tasks.push(tokio::spawn(intercept_task(
+        tasks.push(tokio::spawn(tasks::intercept(
             shared.clone(),
             net.clone(),
             intercept_rx,
         )));
-        tasks.push(tokio::spawn(cap_task(shared.clone(), net.clone())));
+        tasks.push(tokio::spawn(tasks::caps(shared.clone(), net.clone())));
+        tasks.push(tokio::spawn(tasks::counters(shared.clone())));
         tasks.push(tokio::spawn(nofile::budget_task(shared.clone())));
         tasks.push(tokio::spawn(start::routes_task(
             shared.clone(),
@@ -187,115 +205,6 @@ impl Pep {
     }
 }
 
-/// Applies pause/resume decisions (latest wins; one nft refused, with no descriptor left for
-/// instance, is logged once and retried every [`CAP_RETRY`]) and refreshes the nft counters
-/// while flows pass unsplit.
-async fn intercept_task(
-    shared: Arc<Shared>,
-    net: Arc<Mutex<NetCfg>>,
-    mut rx: watch::Receiver<bool>,
-) {
-    let mut shutdown = shared.shutdown_rx.clone();
-    let (mut want, mut applied, mut failing) = (true, true, false);
-    loop {
-        tokio::select! {
-            r = rx.changed() => {
-                if r.is_err() {
-                    return;
-                }
-                want = *rx.borrow_and_update();
-            }
-            _ = tokio::time::sleep(CAP_RETRY), if want != applied => {}
-            _ = tokio::time::sleep(COUNTER_REFRESH), if !applied && want == applied => {
-                refresh_counters(&shared).await;
-                continue;
-            }
-            _ = until_shutdown(&mut shutdown) => return,
-        }
-        if want != applied {
-            let n = net.clone();
-            let res = tokio::task::spawn_blocking(move || {
-                n.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .set_intercepting(want)
-            })
-            .await
-            .unwrap_or_else(|e| Err(ProxyError::sys("nft task", std::io::Error::other(e))));
-            match res {
-                Ok(()) => {
-                    if std::mem::take(&mut failing) {
-                        tracing::info!(
-                            "interception {} now",
-                            if want { "resumed" } else { "paused" }
-                        );
-                    }
-                    applied = want;
-                }
-                Err(e) if !failing => {
-                    tracing::error!("{e} (retrying every {CAP_RETRY:?})");
-                    failing = true;
-                }
-                Err(_) => {}
-            }
-        }
-        refresh_counters(&shared).await;
-    }
-}
-
-/// How soon a cap step nft refused is tried again.
-const CAP_RETRY: Duration = Duration::from_secs(1);
-
-/// Keeps the nft sets of capped clients (`MaxFlowsPerClient`) equal to the flow table's
-/// state: woken by every cap or uncap, it reads which clients are capped now (under the
-/// table's lock) and applies each difference, one client per nft transaction; a refused one is
-/// logged once and retried.
-async fn cap_task(shared: Arc<Shared>, net: Arc<Mutex<NetCfg>>) {
-    let mut shutdown = shared.shutdown_rx.clone();
-    let mut sync = CapSync::default();
-    let mut failing = false;
-    loop {
-        tokio::select! {
-            _ = shared.cap_notify.notified() => {}
-            _ = tokio::time::sleep(CAP_RETRY), if failing => {}
-            _ = until_shutdown(&mut shutdown) => return,
-        }
-        let want = shared.table(|t| t.client_cap().0.capped_set().clone());
-        let steps = sync.diff(&shared.plan.tenants, &want);
-        let was_failing = failing;
-        failing = false;
-        for step in steps {
-            let n = net.clone();
-            let ops = step.ops.clone();
-            let res = tokio::task::spawn_blocking(move || {
-                n.lock().unwrap_or_else(|e| e.into_inner()).set_capped(&ops)
-            })
-            .await;
-            match res {
-                Ok(Ok(())) => sync.applied(&step),
-                Ok(Err(e)) => {
-                    if !was_failing {
-                        tracing::error!("client {:?}: {e} (retrying)", step.tenant);
-                    }
-                    failing = true;
-                }
-                Err(e) => {
-                    tracing::error!("nft task: {e}");
-                    failing = true;
-                }
-            }
-        }
-    }
-}
-
-async fn refresh_counters(shared: &Arc<Shared>) {
-    let s = shared.clone();
-    let _ = tokio::task::spawn_blocking(move || match netcfg::read_counters(&s.plan.table) {
-        Ok(c) => s.set_counters(c),
-        Err(e) => tracing::debug!("{e}"),
-    })
-    .await;
-}
-
 /// A running PEP. Dropping it without [`PepHandle::shutdown`] still removes the nft table and
 /// routing rules (and the flows end with the runtime).
 pub struct PepHandle {
@@ -306,17 +215,10 @@ pub struct PepHandle {
 }
 
 impl PepHandle {
-    /// Snapshot of the flow table and counters (nft counters as last read; see
-    /// [`PepHandle::refresh_counters`]).
+    /// Snapshot of the flow table and counters (the nft SYN counters as the counters task
+    /// last read them).
     pub fn metrics(&self) -> PepMetrics {
         self.shared.metrics()
-    }
-
-    /// Reads the nft counters now (runs `nft`, a few ms; blocking).
-    pub fn refresh_counters(&self) -> Result<(), ProxyError> {
-        let c = netcfg::read_counters(&self.shared.plan.table)?;
-        self.shared.set_counters(c);
-        Ok(())
     }
 
     /// Live flows.

@@ -7,11 +7,8 @@
 //! table in case the record is missing), so a killed daemon never blocks the next start nor
 //! leaves the next one to take its changes for the original state.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
-use crate::io::cmd;
 use crate::io::undo_file::UndoFile;
+use crate::io::{cmd, IoError};
 use crate::pep::nft;
 use crate::pep::plan::{Plan, CONNECT_MARK, FWMARK, ROUTE_TABLE, RULE_PREF};
 use crate::pep::routes;
@@ -22,29 +19,13 @@ use super::error::ProxyError;
 /// Runs `nft -f -` with `script` on stdin.
 pub fn nft_script(what: &str, script: &str) -> Result<String, ProxyError> {
     tracing::debug!("nft {what}:\n{script}");
-    let mut child = Command::new("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| ProxyError::sys(format!("run nft ({what})"), e))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(script.as_bytes())
-            .map_err(|e| ProxyError::sys(format!("write nft script ({what})"), e))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| ProxyError::sys(format!("wait for nft ({what})"), e))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(ProxyError::Nft {
+    cmd::run_input("nft", &["-f", "-"], Some(script)).map_err(|e| match e {
+        IoError::Command { stderr, .. } => ProxyError::Nft {
             what: what.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+            stderr,
+        },
+        e => e.into(),
+    })
 }
 
 /// SYNs counted by the table's rules.

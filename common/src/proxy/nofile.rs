@@ -35,27 +35,36 @@ pub fn exhausted(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
 }
 
-/// Keeps the flow table's limit at what `MaxFlows` and the descriptors allow.
+/// The flow table's limit for `max_flows` now: `MaxFlows`, or fewer when the descriptors allow
+/// fewer.
+pub fn flow_limit(max_flows: usize, mode: RelayMode) -> usize {
+    soft_limit().map_or(max_flows, |soft| {
+        table_limit(max_flows, soft, mode == RelayMode::Splice)
+    })
+}
+
+/// Keeps the flow table's limit at what `MaxFlows` (of the running plan: a reload may change
+/// it) and the descriptors allow.
 pub async fn budget_task(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown_rx.clone();
-    let splice = shared.mode == RelayMode::Splice;
     let mut last = None;
     loop {
-        if let Some(soft) = soft_limit() {
-            let limit = table_limit(shared.plan.max_flows, soft, splice);
-            if last != Some(limit) {
-                if limit < shared.plan.max_flows {
-                    tracing::warn!(
-                        "RLIMIT_NOFILE {soft} leaves room for {limit} split flows (MaxFlows {}): \
-                         further new flows pass unsplit",
-                        shared.plan.max_flows
-                    );
-                } else if last.is_some() {
-                    tracing::info!("RLIMIT_NOFILE {soft}: MaxFlows {limit} again");
-                }
-                shared.set_flow_limit(limit);
-                last = Some(limit);
+        let max_flows = shared.plan().max_flows;
+        let limit = flow_limit(max_flows, shared.mode);
+        if last != Some((limit, max_flows)) {
+            if limit < max_flows {
+                tracing::warn!(
+                    "RLIMIT_NOFILE {} leaves room for {limit} split flows (MaxFlows \
+                     {max_flows}): further new flows pass unsplit",
+                    soft_limit().unwrap_or(0)
+                );
+            } else if last.is_some_and(|(l, m)| l < m) {
+                tracing::info!("RLIMIT_NOFILE {:?}: MaxFlows {limit} again", soft_limit());
             }
+            last = Some((limit, max_flows));
+        }
+        if shared.table(|t| t.max()) != limit {
+            shared.set_flow_limit(limit);
         }
         tokio::select! {
             _ = tokio::time::sleep(REREAD) => {}

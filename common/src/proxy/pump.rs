@@ -17,10 +17,11 @@ use nix::fcntl::{fcntl, splice, FcntlArg, OFlag, SpliceFFlags};
 use socket2::Socket;
 use tokio::io::unix::AsyncFd;
 
+use crate::pep::segments::{write_step, WriteStep, HOLD};
 use crate::pep::{Action, Actions, Dir, Event, Relay, Side};
 
-/// How often a direction held at its unsent limit looks again.
-const UNSENT_POLL: std::time::Duration = std::time::Duration::from_micros(500);
+/// How often a direction whose sink has no room for a segment looks again.
+const ROOM_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How flows move bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,10 +47,16 @@ pub struct FlowIo {
     pub relay: Mutex<Relay>,
     /// Re-arm TCP_QUICKACK after each read on these sides (`[accepted, connected]`).
     pub quick_ack: [bool; 2],
-    /// Per direction (`[up, down]`): at most this many unsent bytes in the sink socket (0: no
-    /// limit). The window controller keeps the satellite socket's send queue short; the
-    /// kernel's `TCP_NOTSENT_LOWAT` alone lets a write fill a 64 KB segment past it.
+    /// Per direction (`[up, down]`): at most this many bytes per write into the sink socket
+    /// (0: no limit), whose `TCP_NOTSENT_LOWAT` is the same value. The window controller keeps
+    /// the satellite socket's send queue short; the kernel's low-water mark alone lets one
+    /// write fill a 64 KB segment past it.
     pub unsent_limit: [AtomicU32; 2],
+    /// Per direction: writes end on boundaries of segments of this size (the sink's MSS; 0:
+    /// write what was read). Set for the satellite socket of a StarPEP-controlled direction,
+    /// whose short send queue would otherwise send every short tail as its own packet
+    /// ([`crate::pep::segments`]).
+    pub segment: [AtomicU32; 2],
 }
 
 impl FlowIo {
@@ -90,22 +97,24 @@ impl FlowIo {
         Ok(())
     }
 
-    /// How much of `want` bytes `dir` may write into its sink now (0: wait for it to send).
-    fn write_room(&self, dir: Dir, want: usize) -> usize {
+    /// What `dir` writes of its `left` buffered bytes now (`flush`: the tail too).
+    ///
+    /// With an unsent limit, one write is at most that many bytes (and at least a segment):
+    /// the kernel's `TCP_NOTSENT_LOWAT` on the sink (the same limit) refuses the next write
+    /// with `EAGAIN` once that much is unsent, and wakes the relay as soon as the socket has
+    /// sent half of it. (Counting the unsent bytes here and polling for room starved the
+    /// satellite socket: tokio's timer sleeps at least a millisecond, which is all a 6 KB
+    /// limit lasts at 50 Mbit/s; 76 % of the control ticks of a Starlink-trace download saw
+    /// less than a segment unsent while the PEP held more.)
+    fn write_step(&self, dir: Dir, left: usize, flush: bool) -> WriteStep {
+        let segment = self.segment[dir as usize].load(Relaxed);
         let limit = self.unsent_limit[dir as usize].load(Relaxed) as usize;
-        if limit == 0 {
-            return want;
-        }
-        let fd = self.sock(dir.sink()).get_ref().as_fd();
-        let unsent = super::sys::unsent_bytes(fd).unwrap_or(0) as usize;
-        want.min(limit.saturating_sub(unsent))
-    }
-
-    /// Waits while the sink holds its unsent limit. The kernel sent nothing to wake us (it
-    /// was never asked for more than it had room for), so this polls: the limit is a few
-    /// segments, which the socket sends within about a millisecond.
-    async fn wait_room(&self) {
-        tokio::time::sleep(UNSENT_POLL).await;
+        let room = match limit {
+            0 => left,
+            l => left.min(l.max(segment as usize)),
+        };
+        let written = self.with_relay(|r| r.bytes(dir));
+        write_step(left, room, written, segment, flush)
     }
 
     fn after_read(&self, side: Side) {
@@ -120,17 +129,27 @@ pub struct Pipe {
     r: OwnedFd,
     w: OwnedFd,
     size: usize,
+    /// Smaller than asked: the user's pipe pages are spent.
+    short: bool,
 }
 
 impl Pipe {
-    /// A nonblocking pipe of at least `size` bytes (the kernel rounds up to pages).
+    /// A nonblocking pipe of at least `size` bytes (the kernel rounds up to pages). Without
+    /// CAP_SYS_RESOURCE the pipes of all the user's processes share `fs.pipe-user-pages-soft`
+    /// (16384 pages): past it the kernel refuses to grow a pipe, and this one keeps the size it
+    /// was created with (as small as two pages) rather than failing.
     pub fn new(size: usize) -> io::Result<Pipe> {
         let (r, w) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)?;
-        let got = fcntl(&w, FcntlArg::F_SETPIPE_SZ(size as i32))?;
+        let (got, short) = match fcntl(&w, FcntlArg::F_SETPIPE_SZ(size as i32)) {
+            Ok(n) => (n, false),
+            Err(Errno::EPERM) => (fcntl(&w, FcntlArg::F_GETPIPE_SZ)?, true),
+            Err(e) => return Err(e.into()),
+        };
         Ok(Pipe {
             r,
             w,
             size: got as usize,
+            short,
         })
     }
 
@@ -138,12 +157,32 @@ impl Pipe {
     pub fn size(&self) -> usize {
         self.size
     }
+
+    /// Whether the kernel refused the size asked for (the user's pipe pages are spent).
+    pub fn short(&self) -> bool {
+        self.short
+    }
 }
 
 const FLAGS: SpliceFFlags = SpliceFFlags::SPLICE_F_MOVE.union(SpliceFFlags::SPLICE_F_NONBLOCK);
 
 fn errno_io(e: Errno) -> io::Error {
     io::Error::from_raw_os_error(e as i32)
+}
+
+/// Waits until `sock` is readable; while a short tail is held, at most [`HOLD`] (`None`: the
+/// source stayed quiet, flush the tail).
+async fn readable_or_hold<'a>(
+    sock: &'a AsyncFd<Socket>,
+    holding: bool,
+) -> io::Result<Option<tokio::io::unix::AsyncFdReadyGuard<'a, Socket>>> {
+    if !holding {
+        return sock.readable().await.map(Some);
+    }
+    match tokio::time::timeout(HOLD, sock.readable()).await {
+        Ok(g) => g.map(Some),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Relays `dir` with splice until its EOF is forwarded (Ok) or a socket fails.
@@ -159,56 +198,61 @@ pub async fn splice_dir(io: &FlowIo, dir: Dir, pipe: &Pipe) -> Result<(), Failur
         error,
     };
     loop {
-        let budget = io.with_relay(|r| r.read_budget(dir));
-        if budget == 0 {
+        let (budget, held) = io.with_relay(|r| (r.read_budget(dir), r.buffered(dir)));
+        // Nothing more to read (EOF, the end, a full buffer): write out what is held.
+        let mut flush = budget == 0;
+        if flush && held == 0 {
             return Ok(());
         }
-        let mut g = src.readable().await.map_err(src_fail)?;
-        match splice(
-            src.get_ref().as_fd(),
-            None,
-            pipe.w.as_fd(),
-            None,
-            budget,
-            FLAGS,
-        ) {
-            Ok(0) => {
-                let a = io.event(Event::Eof { dir });
-                io.exec(&a)?;
-                continue;
+        if !flush {
+            match readable_or_hold(src, held > 0).await.map_err(src_fail)? {
+                None => flush = true,
+                Some(mut g) => {
+                    match splice(
+                        src.get_ref().as_fd(),
+                        None,
+                        pipe.w.as_fd(),
+                        None,
+                        budget,
+                        FLAGS,
+                    ) {
+                        Ok(0) => {
+                            let a = io.event(Event::Eof { dir });
+                            io.exec(&a)?;
+                            continue;
+                        }
+                        Ok(n) => {
+                            io.event(Event::Read { dir, n });
+                            io.after_read(src_side);
+                        }
+                        Err(Errno::EAGAIN) => {
+                            g.clear_ready();
+                            continue;
+                        }
+                        Err(Errno::EINTR) => continue,
+                        Err(e) => return Err(src_fail(errno_io(e))),
+                    }
+                }
             }
-            Ok(n) => {
-                io.event(Event::Read { dir, n });
-                io.after_read(src_side);
-            }
-            Err(Errno::EAGAIN) => {
-                g.clear_ready();
-                continue;
-            }
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(src_fail(errno_io(e))),
         }
-        drop(g);
         loop {
             let left = io.with_relay(|r| r.buffered(dir));
             if left == 0 {
                 break;
             }
             let mut g = dst.writable().await.map_err(dst_fail)?;
-            let room = io.write_room(dir, left);
-            if room == 0 {
-                drop(g);
-                io.wait_room().await;
-                continue;
-            }
-            match splice(
-                pipe.r.as_fd(),
-                None,
-                dst.get_ref().as_fd(),
-                None,
-                room,
-                FLAGS,
-            ) {
+            let n = match io.write_step(dir, left, flush) {
+                WriteStep::Write(n) => n,
+                WriteStep::Hold => break,
+                WriteStep::WaitRoom => {
+                    // Not reached with a room of at least a segment; polled, not waited for
+                    // an edge that the kernel would never send.
+                    drop(g);
+                    tokio::time::sleep(ROOM_POLL).await;
+                    continue;
+                }
+            };
+            match splice(pipe.r.as_fd(), None, dst.get_ref().as_fd(), None, n, FLAGS) {
                 Ok(n) => {
                     let a = io.event(Event::Written { dir, n });
                     io.exec(&a)?;
@@ -222,58 +266,75 @@ pub async fn splice_dir(io: &FlowIo, dir: Dir, pipe: &Pipe) -> Result<(), Failur
 }
 
 /// Relays `dir` through a user-space buffer of the relay's capacity (allocated on first data).
+/// Unwritten bytes (a held tail) stay at the buffer's start.
 pub async fn copy_dir(io: &FlowIo, dir: Dir, cap: usize) -> Result<(), Failure> {
     let (src_side, dst_side) = (dir.source(), dir.sink());
     let (src, dst) = (io.sock(src_side), io.sock(dst_side));
+    let src_fail = |error| Failure {
+        side: src_side,
+        error,
+    };
+    let dst_fail = |error| Failure {
+        side: dst_side,
+        error,
+    };
     let mut buf: Vec<u8> = Vec::new();
     loop {
-        let budget = io.with_relay(|r| r.read_budget(dir));
-        if budget == 0 {
+        let (budget, held) = io.with_relay(|r| (r.read_budget(dir), r.buffered(dir)));
+        let mut flush = budget == 0;
+        if flush && held == 0 {
             return Ok(());
         }
         if buf.is_empty() {
-            buf = vec![0u8; cap];
+            buf = vec![0u8; cap.max(held + 1)];
         }
-        let mut g = src.readable().await.map_err(|error| Failure {
-            side: src_side,
-            error,
-        })?;
-        let mut sock: &Socket = g.get_inner();
-        let n = match sock.read(&mut buf[..budget.min(cap)]) {
-            Ok(0) => {
-                let a = io.event(Event::Eof { dir });
-                io.exec(&a)?;
-                continue;
+        let room = budget.min(buf.len().saturating_sub(held));
+        if !flush && room == 0 {
+            flush = true;
+        }
+        if !flush {
+            match readable_or_hold(src, held > 0).await.map_err(src_fail)? {
+                None => flush = true,
+                Some(mut g) => {
+                    let mut sock: &Socket = g.get_inner();
+                    match sock.read(&mut buf[held..held + room]) {
+                        Ok(0) => {
+                            drop(g);
+                            let a = io.event(Event::Eof { dir });
+                            io.exec(&a)?;
+                            continue;
+                        }
+                        Ok(n) => {
+                            drop(g);
+                            io.event(Event::Read { dir, n });
+                            io.after_read(src_side);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            g.clear_ready();
+                            continue;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(error) => return Err(src_fail(error)),
+                    }
+                }
             }
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                g.clear_ready();
-                continue;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => {
-                return Err(Failure {
-                    side: src_side,
-                    error,
-                })
-            }
-        };
-        drop(g);
-        io.event(Event::Read { dir, n });
-        io.after_read(src_side);
+        }
+        let total = io.with_relay(|r| r.buffered(dir));
         let mut off = 0;
-        while off < n {
-            let mut g = dst.writable().await.map_err(|error| Failure {
-                side: dst_side,
-                error,
-            })?;
-            let room = io.write_room(dir, n - off);
-            if room == 0 {
-                drop(g);
-                io.wait_room().await;
-                continue;
-            }
-            match g.get_inner().send(&buf[off..off + room]) {
+        while off < total {
+            let mut g = dst.writable().await.map_err(dst_fail)?;
+            let n = match io.write_step(dir, total - off, flush) {
+                WriteStep::Write(n) => n,
+                WriteStep::Hold => break,
+                WriteStep::WaitRoom => {
+                    // Not reached with a room of at least a segment; polled, not waited for
+                    // an edge that the kernel would never send.
+                    drop(g);
+                    tokio::time::sleep(ROOM_POLL).await;
+                    continue;
+                }
+            };
+            match g.get_inner().send(&buf[off..off + n]) {
                 Ok(w) => {
                     off += w;
                     let a = io.event(Event::Written { dir, n: w });
@@ -281,13 +342,10 @@ pub async fn copy_dir(io: &FlowIo, dir: Dir, cap: usize) -> Result<(), Failure> 
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => g.clear_ready(),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    return Err(Failure {
-                        side: dst_side,
-                        error,
-                    })
-                }
+                Err(error) => return Err(dst_fail(error)),
             }
         }
+        // The held tail moves to the start.
+        buf.copy_within(off..total, 0);
     }
 }

@@ -20,21 +20,22 @@ const WORKERS: usize = 2;
 /// Read-only view of a running PEP, for `show`.
 #[derive(Clone)]
 pub struct PepMonitor {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl PepMonitor {
+    /// The flow table and the daemon's copy of the nft SYN counters (no `nft` run here).
     pub fn metrics(&self) -> PepMetrics {
         self.shared.metrics()
     }
 
-    /// Metrics with the nft counters read now (runs `nft`; blocking, a few ms).
-    pub fn metrics_fresh(&self) -> PepMetrics {
-        match super::netcfg::read_counters(&self.shared.plan.table) {
-            Ok(c) => self.shared.set_counters(c),
-            Err(e) => tracing::debug!("{e}"),
-        }
-        self.shared.metrics()
+    /// The StarPEP controllers' histograms and phase times since start.
+    pub fn control_stats(&self) -> crate::pep::control_stats::ControlStats {
+        self.shared
+            .control_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 

@@ -43,14 +43,7 @@ pub fn apply(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
         s.set_tcp_congestion(cc.as_bytes())
             .map_err(|e| ProxyError::sys(format!("TCP_CONGESTION {cc}"), e))?;
     }
-    if let Some(n) = o.snd_buf {
-        setsockopt(&s.as_fd(), sockopt::SndBufForce, &n)
-            .map_err(|e| ProxyError::sys(format!("SO_SNDBUFFORCE {n}"), e.into()))?;
-    }
-    if let Some(n) = o.rcv_buf {
-        setsockopt(&s.as_fd(), sockopt::RcvBufForce, &n)
-            .map_err(|e| ProxyError::sys(format!("SO_RCVBUFFORCE {n}"), e.into()))?;
-    }
+    set_buffers(s, o.snd_buf, o.rcv_buf)?;
     s.set_tcp_nodelay(o.no_delay)
         .map_err(|e| ProxyError::sys("TCP_NODELAY", e))?;
     if o.quick_ack {
@@ -82,6 +75,21 @@ fn liveness(s: &Socket, l: &Liveness) -> Result<(), ProxyError> {
         .with_retries(KEEPALIVE_PROBES);
     s.set_tcp_keepalive(&ka)
         .map_err(|e| ProxyError::sys(format!("keepalive {:?}", l.keepalive), e))
+}
+
+/// Forces the socket's send and receive buffers (`SO_SNDBUFFORCE`/`SO_RCVBUFFORCE`: the
+/// kernel doubles the value for its overhead and stops autotuning that buffer); `None` leaves
+/// one as it is.
+pub fn set_buffers(s: &Socket, snd: Option<usize>, rcv: Option<usize>) -> Result<(), ProxyError> {
+    if let Some(n) = snd {
+        setsockopt(&s.as_fd(), sockopt::SndBufForce, &n)
+            .map_err(|e| ProxyError::sys(format!("SO_SNDBUFFORCE {n}"), e.into()))?;
+    }
+    if let Some(n) = rcv {
+        setsockopt(&s.as_fd(), sockopt::RcvBufForce, &n)
+            .map_err(|e| ProxyError::sys(format!("SO_RCVBUFFORCE {n}"), e.into()))?;
+    }
+    Ok(())
 }
 
 /// A nonblocking IP_TRANSPARENT listener on `addr` (IPv6: v6-only). Accepted sockets inherit

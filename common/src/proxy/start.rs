@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use std::time::Duration;
 
+use ipnet::IpNet;
+
 use crate::pep::start::{busy, route_update};
 use crate::pep::{
     FlowId, Jump, JumpAction, JumpSample, PathKey, RateSample, StartPlan, Starts, Tenant,
@@ -32,18 +34,16 @@ fn lock(s: &SharedStarts) -> std::sync::MutexGuard<'_, Starts<PathKey>> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a path's routes were set to, when, and within which prefixes (`None`: all routes).
+type Applied = (Option<u32>, Duration, Option<Vec<IpNet>>);
+
 /// Keeps every path's routes at its plan's initial window (careful resume on).
 pub async fn routes_task(shared: Arc<Shared>, net: Arc<Mutex<NetCfg>>) {
     let Some(starts) = shared.starts.as_ref() else {
         return;
     };
-    let tenants = &shared.plan.tenants;
-    let paths: Vec<PathKey> = if tenants.is_empty() {
-        vec![PathKey::All]
-    } else {
-        (0..tenants.len()).map(PathKey::Peer).collect()
-    };
-    let mut applied: HashMap<PathKey, (Option<u32>, Duration)> = HashMap::new();
+    // What each path's routes were set to, with the prefixes they were set within.
+    let mut applied: HashMap<PathKey, Applied> = HashMap::new();
     let mut shutdown = shared.shutdown_rx.clone();
     let mut tick = tokio::time::interval(REFRESH);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -52,26 +52,43 @@ pub async fn routes_task(shared: Arc<Shared>, net: Arc<Mutex<NetCfg>>) {
             _ = tick.tick() => {}
             _ = super::until_shutdown(&mut shutdown) => return,
         }
+        // The peers may change with a reload: their paths are taken afresh each time.
+        let tenants = shared.plan().tenants.clone();
+        let paths: Vec<(PathKey, Option<Vec<IpNet>>)> = if tenants.is_empty() {
+            vec![(PathKey::All, None)]
+        } else {
+            let prefixes = |i| Some(tenants.prefixes(&Tenant::Peer(i)));
+            tenants
+                .peers()
+                .map(|(i, _)| (PathKey::Peer(i), prefixes(i)))
+                .collect()
+        };
+        applied.retain(|k, _| paths.iter().any(|(p, _)| p == k));
         let now = shared.clock.now();
-        let plans: Vec<(PathKey, StartPlan)> = {
+        let plans: Vec<(PathKey, Option<Vec<IpNet>>, StartPlan)> = {
             let mut s = lock(starts);
             s.expire(now);
-            paths.iter().map(|p| (*p, s.plan(p, now))).collect()
+            paths
+                .into_iter()
+                .map(|(p, within)| (p, within, s.plan(&p, now)))
+                .collect()
         };
-        for (path, plan) in plans {
+        for (path, within, plan) in plans {
             let want = plan.init_cwnd;
-            if !route_update(applied.get(&path).copied(), want, now) {
+            // Routes set within other prefixes (a reload moved the peer) count as never set.
+            let last = applied
+                .get(&path)
+                .filter(|(_, _, w)| *w == within)
+                .map(|(c, at, _)| (*c, *at));
+            if !route_update(last, want, now) {
                 continue;
             }
-            let within = match path {
-                PathKey::All => None,
-                PathKey::Peer(i) => Some(tenants.prefixes(&Tenant::Peer(i))),
-            };
             let n = net.clone();
+            let inside = within.clone();
             let res = tokio::task::spawn_blocking(move || {
                 n.lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .set_initcwnd(within.as_deref(), want)
+                    .set_initcwnd(inside.as_deref(), want)
             })
             .await;
             match res {
@@ -85,7 +102,7 @@ pub async fn routes_task(shared: Arc<Shared>, net: Arc<Mutex<NetCfg>>) {
                 ),
                 Err(e) => tracing::error!("initcwnd task: {e}"),
             }
-            applied.insert(path, (want, now));
+            applied.insert(path, (want, now, within));
         }
     }
 }
@@ -109,7 +126,7 @@ impl FlowStart {
         id: FlowId,
     ) -> Option<FlowStart> {
         let starts = shared.starts.as_ref()?;
-        let path = PathKey::of(&shared.plan.tenants, client)?;
+        let path = PathKey::of(&shared.plan().tenants, client)?;
         let now = shared.clock.now();
         let plan = lock(starts).plan(&path, now);
         let mss = info(sat).map_or(0, |i| i.snd_mss).max(536);
@@ -168,7 +185,7 @@ impl FlowStart {
     pub fn sample(&mut self, shared: &Shared, io: &FlowIo, control: Option<&FlowControl>) {
         let (Some(starts), Some(i)) = (
             shared.starts.as_ref(),
-            info(io.sock(shared.plan.satellite_side).get_ref()),
+            info(io.sock(shared.plan().satellite_side).get_ref()),
         ) else {
             return;
         };

@@ -1,12 +1,15 @@
-//! State shared by the PEP's tasks: the plan, the flow table, the interception switch, the
-//! shutdown signal and the last nft counter values.
+//! State shared by the PEP's tasks: the plan (swapped by a reload), the flow table, the
+//! interception switch, the shutdown signal, the flows a reload revoked and the last nft
+//! counter values.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::{watch, Notify};
 
+use crate::pep::control_stats::ControlStats;
 use crate::pep::{
     Admission, CapChange, FlowId, FlowKey, FlowState, FlowTable, InterceptChange, MetricsHeader,
     PepMetrics, Plan, Starts,
@@ -20,7 +23,11 @@ use super::start::SharedStarts;
 use super::window::WindowBackend;
 
 pub struct Shared {
-    pub plan: Plan,
+    /// The plan new flows start with; a reload replaces it (`proxy::reload`), a flow keeps the
+    /// one it started with. Subscribers (the accept loops) hear of a new one.
+    pub plan: watch::Sender<Arc<Plan>>,
+    /// Flows a reload took from their peer: they reset themselves (`proxy::flow`).
+    pub revoked: watch::Sender<HashSet<FlowId>>,
     pub mode: RelayMode,
     table: Mutex<FlowTable>,
     /// Desired interception state; the netcfg task applies the latest value.
@@ -36,6 +43,8 @@ pub struct Shared {
     /// Flows reset at accept for want of a descriptor, and the descriptor kept to do it.
     pub refused_flows: AtomicU64,
     pub spare: Spare,
+    /// A flow's splice pipe came out smaller than `FlowBuffer` (logged once).
+    pub pipes_short: AtomicBool,
     /// StarPEP: the window back-end (with `Mode = starpep`), the controllers' clock and the
     /// per-tick log.
     pub window: Option<Arc<dyn WindowBackend>>,
@@ -43,6 +52,8 @@ pub struct Shared {
     pub control_log: Option<ControlLog>,
     /// Careful resume: every satellite path's memory (`None` when off).
     pub starts: Option<SharedStarts>,
+    /// The StarPEP controllers' histograms and phase times, for the metrics.
+    pub control_stats: Mutex<ControlStats>,
 }
 
 impl Shared {
@@ -60,7 +71,8 @@ impl Shared {
         let table = Mutex::new(table);
         let starts = plan.start.clone().map(|p| Mutex::new(Starts::new(p)));
         Shared {
-            plan,
+            plan: watch::Sender::new(Arc::new(plan)),
+            revoked: watch::Sender::new(HashSet::new()),
             mode,
             table,
             intercept_tx,
@@ -71,11 +83,18 @@ impl Shared {
             capped_syns: AtomicU64::new(0),
             refused_flows: AtomicU64::new(0),
             spare: Spare::new(),
+            pipes_short: AtomicBool::new(false),
             window: None,
             clock: Clock::new(),
             control_log: None,
             starts,
+            control_stats: Mutex::default(),
         }
+    }
+
+    /// The plan new flows start with now.
+    pub fn plan(&self) -> Arc<Plan> {
+        self.plan.borrow().clone()
     }
 
     pub fn table<R>(&self, f: impl FnOnce(&mut FlowTable) -> R) -> R {
@@ -110,19 +129,25 @@ impl Shared {
         });
         self.intercept_change(change);
         self.cap_changes(caps);
+        // Quietly: the flows only need to hear of new revocations.
+        self.revoked.send_if_modified(|r| {
+            r.remove(&id);
+            false
+        });
     }
 
-    fn cap_changes(&self, caps: Vec<CapChange>) {
+    pub fn cap_changes(&self, caps: Vec<CapChange>) {
         if caps.is_empty() {
             return;
         }
+        let plan = self.plan();
         for c in &caps {
             match c {
                 CapChange::Cap(t) => tracing::warn!(
                     "client {t:?} holds its share of the flow table (per host {}, per peer {}): \
                      its new flows pass unsplit",
-                    self.plan.max_flows_per_host,
-                    self.plan.max_flows_per_peer
+                    plan.max_flows_per_host,
+                    plan.max_flows_per_peer
                 ),
                 CapChange::Uncap(t) => {
                     tracing::info!("client {t:?} below its share again: splitting its new flows")
@@ -157,7 +182,7 @@ impl Shared {
     }
 
     pub fn metrics(&self) -> PepMetrics {
-        let p = &self.plan;
+        let p = self.plan();
         let h = MetricsHeader {
             role: p.role,
             mode: if p.starpep.as_ref().is_some_and(|s| s.apply) {

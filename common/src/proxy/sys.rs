@@ -180,16 +180,3 @@ pub fn unacked_and_unsent(fd: BorrowedFd<'_>) -> io::Result<u32> {
     }
     Ok(n.max(0) as u32)
 }
-
-/// Payload bytes in the send queue not sent yet (`SIOCOUTQNSD`).
-pub fn unsent_bytes(fd: BorrowedFd<'_>) -> io::Result<u32> {
-    const SIOCOUTQNSD: libc::c_ulong = 0x894B;
-    let mut n: libc::c_int = 0;
-    // SAFETY: SIOCOUTQNSD writes one `int` through the pointer to a live local; the fd is
-    // borrowed for the call.
-    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), SIOCOUTQNSD as _, &mut n) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(n.max(0) as u32)
-}

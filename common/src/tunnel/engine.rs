@@ -4,10 +4,9 @@
 //! does I/O: it returns what to send where, and the daemon's loops do the system calls. It is
 //! `Sync`; each peer's state has its own mutex, so both directions run on their own threads.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use boringtun::noise::errors::WireGuardError;
 use boringtun::noise::handshake::parse_handshake_anon;
@@ -15,8 +14,8 @@ use boringtun::noise::rate_limiter::RateLimiter;
 use boringtun::noise::{Packet, Tunn, TunnResult};
 use boringtun::x25519::{PublicKey, StaticSecret};
 
-use super::allowed_ips::AllowedIps;
-use super::peer::{canonical, Peer, PeerSpec, PeerState};
+use super::peer::{canonical, Peer, PeerState};
+use super::table::PeerTable;
 
 /// Handshake messages per second before cookies are demanded. Each handshake message passes the
 /// shared limiter twice (once here to find the peer, once inside `Tunn`), so this is 2 × 100/s.
@@ -27,6 +26,8 @@ pub const DATA_OVERHEAD: usize = 32;
 /// The smallest `dst` buffer any engine call accepts (a handshake initiation).
 pub const MIN_DST: usize = 148;
 
+const HANDSHAKE_INIT_TYPE: u8 = 1;
+const HANDSHAKE_RESPONSE_TYPE: u8 = 2;
 const COOKIE_REPLY_TYPE: u8 = 3;
 const DATA_TYPE: u8 = 4;
 
@@ -34,7 +35,7 @@ const DATA_TYPE: u8 = 4;
 pub enum EngineError {
     #[error("peer {0}: listed twice")]
     DuplicatePeer(String),
-    #[error("too many peers ({0}; at most 2^24)")]
+    #[error("too many peers ({0}; at most 2^24 over the daemon's life, removed ones included)")]
     TooManyPeers(usize),
 }
 
@@ -78,71 +79,21 @@ pub enum Inbound<'a> {
     Nothing,
 }
 
-/// The peers of one interface and the cryptokey routing between them.
+/// The peers of one interface and the cryptokey routing between them. The table changes only
+/// on a reload ([`Engine::apply`]); every packet takes its read lock.
 pub struct Engine {
-    public: PublicKey,
-    secret: StaticSecret,
-    peers: Vec<Peer>,
-    by_key: HashMap<[u8; 32], usize>,
-    routes: AllowedIps<usize>,
-    limiter: Arc<RateLimiter>,
+    pub(super) public: PublicKey,
+    pub(super) secret: StaticSecret,
+    pub(super) table: RwLock<PeerTable>,
+    pub(super) limiter: Arc<RateLimiter>,
     pub counters: EngineCounters,
 }
 
+/// The engine's building, its reloads and its views of the peers are in `engine_peers.rs`.
 impl Engine {
-    /// Builds the engine for `private_key` and `peers`. AllowedIPs shared by two peers go to the
-    /// later one, as with `wg setconf`.
-    pub fn new(private_key: [u8; 32], peers: Vec<PeerSpec>) -> Result<Engine, EngineError> {
-        if peers.len() >= 1 << 24 {
-            return Err(EngineError::TooManyPeers(peers.len()));
-        }
-        let secret = StaticSecret::from(private_key);
-        let public = PublicKey::from(&secret);
-        let limiter = Arc::new(RateLimiter::new(&public, HANDSHAKE_RATE_LIMIT));
-        let mut by_key = HashMap::new();
-        let mut routes = AllowedIps::new();
-        let mut table = Vec::with_capacity(peers.len());
-        for (i, spec) in peers.into_iter().enumerate() {
-            if by_key.insert(spec.public_key, i).is_some() {
-                return Err(EngineError::DuplicatePeer(super::peer::short_key(
-                    &spec.public_key,
-                )));
-            }
-            for net in &spec.allowed_ips {
-                routes.insert(*net, i);
-            }
-            let tunn = Tunn::new(
-                secret.clone(),
-                PublicKey::from(spec.public_key),
-                spec.preshared_key,
-                spec.persistent_keepalive,
-                i as u32,
-                Some(limiter.clone()),
-            );
-            table.push(Peer::new(i as u32, spec, tunn));
-        }
-        Ok(Engine {
-            public,
-            secret,
-            peers: table,
-            by_key,
-            routes,
-            limiter,
-            counters: EngineCounters::default(),
-        })
-    }
-
-    pub fn public_key(&self) -> [u8; 32] {
-        *self.public.as_bytes()
-    }
-
-    pub fn peers(&self) -> &[Peer] {
-        &self.peers
-    }
-
     /// The peer whose AllowedIPs hold `addr` (longest prefix).
     pub fn route(&self, addr: IpAddr) -> Option<usize> {
-        self.routes.lookup(addr).copied()
+        self.table().route(addr)
     }
 
     /// Encrypts one packet read from the TUN for the peer its destination routes to.
@@ -152,11 +103,11 @@ impl Engine {
             self.counters.dropped_invalid.fetch_add(1, Relaxed);
             return Outbound::Nothing;
         };
-        let Some(idx) = self.route(addr) else {
+        let t = self.table();
+        let Some(peer) = t.route(addr).and_then(|i| t.get(i)) else {
             self.counters.dropped_no_route.fetch_add(1, Relaxed);
             return Outbound::Nothing;
         };
-        let peer = &self.peers[idx];
         let mut st = peer.lock();
         let st = &mut *st;
         match st.tunn.encapsulate(packet, dst) {
@@ -191,6 +142,7 @@ impl Engine {
     /// is in `dst`, to send back.
     fn peer_of(
         &self,
+        t: &PeerTable,
         from: SocketAddr,
         datagram: &[u8],
         dst: &mut [u8],
@@ -205,8 +157,8 @@ impl Engine {
                 match self.limiter.verify_packet(Some(from.ip()), datagram, dst) {
                     Ok(Packet::HandshakeInit(p)) => {
                         match parse_handshake_anon(&self.secret, &self.public, &p) {
-                            Ok(hh) => match self.by_key.get(&hh.peer_static_public) {
-                                Some(i) => *i,
+                            Ok(hh) => match t.slot_of(&hh.peer_static_public) {
+                                Some(i) => i,
                                 None => {
                                     self.counters.dropped_unknown_peer.fetch_add(1, Relaxed);
                                     return Err(None);
@@ -232,7 +184,7 @@ impl Engine {
             Ok(Packet::PacketCookieReply(p)) => (p.receiver_idx >> 8) as usize,
             Ok(Packet::PacketData(p)) => (p.receiver_idx >> 8) as usize,
         };
-        if idx >= self.peers.len() {
+        if t.get(idx).is_none() {
             self.counters.dropped_unknown_peer.fetch_add(1, Relaxed);
             return Err(None);
         }
@@ -248,7 +200,8 @@ impl Engine {
         dst: &'a mut [u8],
     ) -> Inbound<'a> {
         let from = canonical(from);
-        let idx = match self.peer_of(from, datagram, dst) {
+        let t = self.table();
+        let idx = match self.peer_of(&t, from, datagram, dst) {
             Ok(i) => i,
             Err(Some(cookie_len)) => {
                 return Inbound::Network {
@@ -259,16 +212,31 @@ impl Engine {
             }
             Err(None) => return Inbound::Nothing,
         };
-        let peer = &self.peers[idx];
+        let Some(peer) = t.get(idx) else {
+            return Inbound::Nothing;
+        };
         let mut guard = peer.lock();
         let st = &mut *guard;
+        let kind = datagram.first().copied();
         match st.tunn.decapsulate(Some(from.ip()), datagram, dst) {
             TunnResult::Done => {
+                if kind == Some(HANDSHAKE_RESPONSE_TYPE) {
+                    st.stats.handshakes += 1;
+                }
                 self.authenticated(peer, st, from, datagram.len());
                 Inbound::Nothing
             }
             TunnResult::Err(e) => {
                 st.stats.dropped_decrypt += 1;
+                match e {
+                    WireGuardError::DuplicateCounter | WireGuardError::InvalidCounter => {
+                        st.stats.dropped_replay += 1
+                    }
+                    WireGuardError::InvalidMac | WireGuardError::InvalidAeadTag => {
+                        st.stats.dropped_bad_mac += 1
+                    }
+                    _ => {}
+                }
                 if !matches!(e, WireGuardError::DuplicateCounter) {
                     peer.span
                         .in_scope(|| tracing::debug!(%from, "decapsulate: {e:?}"));
@@ -285,6 +253,13 @@ impl Engine {
                         flush: None,
                     };
                 }
+                // An initiation answered, or a response accepted (its keepalive goes out).
+                if (kind == Some(HANDSHAKE_INIT_TYPE)
+                    && d.first() == Some(&HANDSHAKE_RESPONSE_TYPE))
+                    || kind == Some(HANDSHAKE_RESPONSE_TYPE)
+                {
+                    st.stats.handshakes += 1;
+                }
                 self.authenticated(peer, st, from, datagram.len());
                 st.stats.tx_bytes += d.len() as u64;
                 Inbound::Network {
@@ -295,28 +270,12 @@ impl Engine {
             }
             TunnResult::WriteToTunnelV4(p, src) => {
                 self.authenticated(peer, st, from, datagram.len());
-                self.check_source(idx, st, IpAddr::V4(src), p)
+                check_source(&t, idx, st, IpAddr::V4(src), p)
             }
             TunnResult::WriteToTunnelV6(p, src) => {
                 self.authenticated(peer, st, from, datagram.len());
-                self.check_source(idx, st, IpAddr::V6(src), p)
+                check_source(&t, idx, st, IpAddr::V6(src), p)
             }
-        }
-    }
-
-    fn check_source<'a>(
-        &self,
-        idx: usize,
-        st: &mut PeerState,
-        src: IpAddr,
-        packet: &'a [u8],
-    ) -> Inbound<'a> {
-        if self.route(src) == Some(idx) {
-            st.stats.rx_packets += 1;
-            Inbound::Tunnel(packet)
-        } else {
-            st.stats.dropped_source_not_allowed += 1;
-            Inbound::Nothing
         }
     }
 
@@ -337,7 +296,8 @@ impl Engine {
 
     /// Next packet that peer `idx` queued while it had no session, ready to send.
     pub fn flush<'a>(&self, idx: usize, dst: &'a mut [u8]) -> Option<(SocketAddr, &'a [u8])> {
-        let peer = self.peers.get(idx)?;
+        let t = self.table();
+        let peer = t.get(idx)?;
         let mut guard = peer.lock();
         let st = &mut *guard;
         let Some(to) = st.endpoint else {
@@ -359,7 +319,8 @@ impl Engine {
     /// Runs peer `idx`'s timers (handshake retries, rekey, keepalives); call every ~100–250 ms.
     /// Returns a datagram to send, if the timers want one.
     pub fn tick<'a>(&self, idx: usize, dst: &'a mut [u8]) -> Option<(SocketAddr, &'a [u8])> {
-        let peer = self.peers.get(idx)?;
+        let t = self.table();
+        let peer = t.get(idx)?;
         let mut guard = peer.lock();
         let st = &mut *guard;
         match st.tunn.update_timers(dst) {
@@ -380,16 +341,21 @@ impl Engine {
     pub fn reset_rate_limiter(&self) {
         self.limiter.reset_count();
     }
+}
 
-    /// Latest handshake age and handshake round-trip time (ms) of peer `idx`.
-    pub fn handshake_info(&self, idx: usize) -> (Option<std::time::Duration>, Option<u32>) {
-        match self.peers.get(idx) {
-            Some(p) => {
-                let st = p.lock();
-                let (ago, _, _, _, rtt) = st.tunn.stats();
-                (ago, rtt)
-            }
-            None => (None, None),
-        }
+/// Cryptokey routing of a decrypted packet: its source must be one of the peer's AllowedIPs.
+fn check_source<'a>(
+    t: &PeerTable,
+    idx: usize,
+    st: &mut PeerState,
+    src: IpAddr,
+    packet: &'a [u8],
+) -> Inbound<'a> {
+    if t.route(src) == Some(idx) {
+        st.stats.rx_packets += 1;
+        Inbound::Tunnel(packet)
+    } else {
+        st.stats.dropped_source_not_allowed += 1;
+        Inbound::Nothing
     }
 }

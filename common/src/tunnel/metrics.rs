@@ -59,6 +59,14 @@ pub struct PeerMetrics {
     pub dropped_decrypt: u64,
     pub endpoint_changes: u64,
     pub persistent_keepalive: Option<u16>,
+    /// Of `dropped_decrypt`: replays, and MAC/tag failures.
+    #[serde(default)]
+    pub dropped_replay: u64,
+    #[serde(default)]
+    pub dropped_bad_mac: u64,
+    /// Handshakes completed since the peer was added.
+    #[serde(default)]
+    pub handshakes: u64,
 }
 
 fn b64(key: &[u8; 32]) -> String {
@@ -72,15 +80,15 @@ impl Engine {
         let peers = self
             .peers()
             .iter()
-            .enumerate()
-            .map(|(i, p)| {
+            .map(|p| {
                 let stats = p.stats();
-                let (ago, rtt) = self.handshake_info(i);
+                let spec = p.spec();
+                let (ago, rtt) = self.handshake_info(p.index as usize);
                 let ago = ago.map(|d: Duration| d.as_secs());
                 PeerMetrics {
-                    public_key: b64(&p.spec.public_key),
+                    public_key: b64(&p.public_key),
                     endpoint: p.endpoint().map(|e| e.to_string()),
-                    allowed_ips: p.spec.allowed_ips.iter().map(|n| n.to_string()).collect(),
+                    allowed_ips: spec.allowed_ips.iter().map(|n| n.to_string()).collect(),
                     latest_handshake_unix: ago.map(|a| now_unix.saturating_sub(a)),
                     latest_handshake_secs_ago: ago,
                     handshake_rtt_ms: rtt,
@@ -91,7 +99,10 @@ impl Engine {
                     dropped_source_not_allowed: stats.dropped_source_not_allowed,
                     dropped_decrypt: stats.dropped_decrypt,
                     endpoint_changes: stats.endpoint_changes,
-                    persistent_keepalive: p.spec.persistent_keepalive,
+                    persistent_keepalive: spec.persistent_keepalive,
+                    dropped_replay: stats.dropped_replay,
+                    dropped_bad_mac: stats.dropped_bad_mac,
+                    handshakes: stats.handshakes,
                 }
             })
             .collect();

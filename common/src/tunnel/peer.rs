@@ -33,22 +33,30 @@ pub struct PeerStats {
     pub dropped_source_not_allowed: u64,
     /// Datagrams that named this peer but failed authentication/decryption (or were replays).
     pub dropped_decrypt: u64,
+    /// Of those: replays (a counter already seen or too old) ...
+    pub dropped_replay: u64,
+    /// ... and datagrams whose MAC or authentication tag did not verify.
+    pub dropped_bad_mac: u64,
+    /// Handshakes completed with this peer: initiations answered and responses accepted.
+    pub handshakes: u64,
     /// How often the endpoint moved to a new source address (roaming).
     pub endpoint_changes: u64,
 }
 
-/// The mutable part of a peer, behind its mutex.
+/// The mutable part of a peer, behind its mutex (a reload changes its spec in place).
 pub(crate) struct PeerState {
     pub tunn: Tunn,
     pub endpoint: Option<SocketAddr>,
     pub stats: PeerStats,
+    pub spec: PeerSpec,
 }
 
 /// A peer of the engine: configuration plus locked state.
 pub struct Peer {
-    /// Position in the engine's table; also the high 24 bits of boringtun's session indices.
+    /// Slot in the engine's table (kept for the peer's life, across reloads); also the high 24
+    /// bits of boringtun's session indices.
     pub index: u32,
-    pub spec: PeerSpec,
+    pub public_key: [u8; 32],
     pub(crate) state: Mutex<PeerState>,
     pub(crate) span: tracing::Span,
 }
@@ -58,14 +66,20 @@ impl Peer {
         let span = tracing::info_span!("peer", key = %short_key(&spec.public_key));
         Peer {
             index,
+            public_key: spec.public_key,
             state: Mutex::new(PeerState {
                 tunn,
                 endpoint: spec.endpoint,
                 stats: PeerStats::default(),
+                spec,
             }),
-            spec,
             span,
         }
+    }
+
+    /// What the peer is configured with now.
+    pub fn spec(&self) -> PeerSpec {
+        self.lock().spec.clone()
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, PeerState> {

@@ -93,7 +93,8 @@ fn files_section(role: Role, subcommands: &[&str]) -> String {
          the directory is 0700.\n\
          .TP\n\\fI/usr/lib/systemd/system/{bin}@.service\\fR\n\
          Template unit: \\fBsystemctl enable \\-\\-now {bin}@NAME\\fR runs \
-         \\fB{bin} run \\-c /etc/starpep/NAME.conf\\fR; \\fBsystemctl reload\\fR sends SIGHUP; \
+         \\fB{bin} run \\-c /etc/starpep/NAME.conf\\fR; \\fBsystemctl reload\\fR runs \
+         \\fB{bin} reload NAME\\fR (the config applied live); \
          logs: \\fBjournalctl \\-u {bin}@NAME\\fR.\n\
          .TP\n\\fI/usr/share/doc/{bin}/examples/\\fR\n\
          Example configs and their reference (README.md).\n\
@@ -143,7 +144,7 @@ mod tests {
         for (role, bin) in [(Role::Pop, "starpep-pop"), (Role::Client, "starpep-client")] {
             let a = artifacts(role).unwrap();
             let mut want = vec![format!("man/man1/{bin}.1")];
-            for s in ["run", "check", "genkey", "pubkey", "show"] {
+            for s in ["run", "check", "genkey", "pubkey", "show", "reload"] {
                 want.push(format!("man/man1/{bin}-{s}.1"));
             }
             want.push(format!("completions/bash/{bin}"));
@@ -212,6 +213,27 @@ mod tests {
     }
 
     #[test]
+    fn the_units_exec_reload_is_the_reload_command_of_their_binary() {
+        for (role, unit) in [(Role::Pop, POP_UNIT), (Role::Client, CLIENT_UNIT)] {
+            let line = unit
+                .lines()
+                .find_map(|l| l.strip_prefix("ExecReload="))
+                .expect("ExecReload");
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[0], format!("/usr/bin/{}", role.binary()));
+            let m = Cli::command_for(role)
+                .try_get_matches_from(&words)
+                .unwrap_or_else(|e| panic!("{line}: {e}"));
+            let (sub, args) = m.subcommand().expect("a subcommand");
+            assert_eq!(sub, "reload", "{line}");
+            assert_eq!(
+                args.get_one::<String>("iface").map(String::as_str),
+                Some("%i")
+            );
+        }
+    }
+
+    #[test]
     fn the_completions_know_the_subcommands_and_options() {
         let a = completions(Role::Client);
         let bash = text(&a, "completions/bash/starpep-client");
@@ -219,7 +241,9 @@ mod tests {
         let zsh = text(&a, "completions/zsh/_starpep-client");
         assert!(zsh.starts_with("#compdef starpep-client"), "{zsh}");
         let fish = text(&a, "completions/fish/starpep-client.fish");
-        for word in ["run", "check", "genkey", "pubkey", "show", "config", "json"] {
+        for word in [
+            "run", "check", "genkey", "pubkey", "show", "reload", "config", "json",
+        ] {
             for (shell, s) in [("bash", &bash), ("zsh", &zsh), ("fish", &fish)] {
                 assert!(s.contains(word), "{shell} completion lacks {word}");
             }

@@ -1,4 +1,5 @@
-//! CPU time of processes from `/proc/PID/stat` (utime + stime), for CPU-per-Gbit figures.
+//! CPU time of processes from `/proc/PID/stat` (utime + stime), for CPU-per-Gbit figures, and
+//! their memory from `/proc/PID/status`.
 
 use std::time::Duration;
 
@@ -19,6 +20,19 @@ pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
         .ok_or_else(|| anyhow::anyhow!("/proc/{pid}/stat: no utime/stime"))?;
     let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)?.unwrap_or(100) as u64;
     Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+/// `VmRSS` and `VmHWM` (the peak) of `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |k: &str| -> anyhow::Result<u64> {
+        s.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("/proc/{pid}/status: no {k}"))
+    };
+    Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
 /// Sum of [`cpu_time`] over `pids`.
@@ -42,5 +56,11 @@ mod tests {
         std::hint::black_box(x);
         let b = cpu_time(me).unwrap();
         assert!(b > a, "{a:?} -> {b:?}");
+    }
+
+    #[test]
+    fn own_memory_is_read_and_the_peak_is_not_below_it() {
+        let (rss, hwm) = rss_kib(std::process::id()).unwrap();
+        assert!(rss > 0 && hwm >= rss, "{rss} {hwm}");
     }
 }

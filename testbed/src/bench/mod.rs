@@ -2,7 +2,8 @@
 //! `starpep-bench <subcommand>`; `tunnel` compares the WireGuard data paths on bare veth,
 //! `split` the download time over a satellite link with and without VPN and PEP, `demo`
 //! the README's main job (LEO trace, VPN only vs VPN + PEP, side by side), `run` the
-//! VPN-vs-PEP suite's cells and matrices (`report` its page).
+//! VPN-vs-PEP suite's cells and matrices (`report` its page), `pop-scale` one POP serving
+//! many boxes ([`fleet`], [`fleet_load`]; `tests/netns_ops_scale.rs` runs the same fleet).
 
 pub mod bed;
 pub mod bulk;
@@ -12,10 +13,13 @@ pub mod cost;
 pub mod cpu;
 pub mod demo;
 pub mod fair;
+pub mod fleet;
+pub mod fleet_load;
 pub mod iperf;
 pub mod ovpn;
 pub mod owd;
 pub mod plots;
+pub mod pop_scale;
 pub mod progress;
 pub mod run;
 pub mod setup;

@@ -25,6 +25,8 @@ enum Cmd {
     Run(bench::run::RunArgs),
     /// Regenerates a matrix run's report.md and cells.csv from its cells.jsonl.
     Report(bench::run::ReportArgs),
+    /// One POP, many boxes (default 100 x 10 flows): handshake storm, POP memory, CPU per Gbit/s, fairness between boxes, MaxFlows overflow.
+    PopScale(bench::pop_scale::PopScaleArgs),
     /// StarPEP parameter sweeps (α, β, QueueLow × QueueHigh, LinkQueue) as a markdown page.
     Sweep(bench::sweep::SweepArgs),
 }
@@ -39,5 +41,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Report(a) => bench::run::report_cmd(&a),
         Cmd::Sweep(a) => bench::sweep::run(&a).map(|_| ()),
         Cmd::ControlCost(a) => bench::cost::run(&a).map(|_| ()),
+        Cmd::PopScale(a) => bench::pop_scale::run(&a).map(|_| ()),
     }
 }

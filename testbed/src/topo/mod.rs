@@ -1,4 +1,5 @@
-//! Namespace topology `pc — box — [sat] — pop — srv`: create, exec, guaranteed cleanup.
+//! Namespace topology `pc — box — [sat] — pop — srv`: create, exec, guaranteed cleanup
+//! ([`star`]: many boxes behind one POP).
 //!
 //! Every netns test and benchmark builds its own [`Topology`]: namespaces get a unique prefix
 //! (`sp<pid>x<n>-`), everything started inside them is killed and the namespaces are deleted on
@@ -10,6 +11,7 @@ mod cleanup;
 pub mod netns;
 mod proc;
 mod spec;
+pub mod star;
 
 pub use cleanup::{interrupted, on_interrupt, sweep_stale};
 pub use proc::Proc;
@@ -100,23 +102,7 @@ impl Topology {
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, TopoError> {
         self.require(node)?;
-        let path = format!("/run/netns/{}", self.ns(node));
-        let what = format!("entering {path}");
-        std::thread::spawn(move || -> std::io::Result<T> {
-            let fd = std::fs::File::open(&path)?;
-            nix::sched::setns(
-                std::os::fd::AsFd::as_fd(&fd),
-                nix::sched::CloneFlags::CLONE_NEWNET,
-            )
-            .map_err(std::io::Error::from)?;
-            Ok(f())
-        })
-        .join()
-        .map_err(|_| TopoError::Io {
-            what: what.clone(),
-            source: std::io::Error::other("namespace thread panicked"),
-        })?
-        .map_err(|source| TopoError::Io { what, source })
+        netns::run_in(&self.ns(node), f)
     }
 
     /// Pings `dst` from `node` until a reply comes or `timeout` passes (the warm-up before a

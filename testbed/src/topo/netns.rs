@@ -1,4 +1,5 @@
-//! Thin wrappers over `ip netns`: create, delete (killing what runs inside), exec and spawn.
+//! Thin wrappers over `ip netns`: create, delete (killing what runs inside), exec and spawn,
+//! and entering one from a thread.
 
 use std::ffi::OsStr;
 use std::process::{Command, Output, Stdio};
@@ -115,4 +116,28 @@ pub fn list() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Runs `f` on a thread that entered namespace `ns` (sockets it creates live there).
+pub fn run_in<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, TopoError> {
+    let path = format!("/run/netns/{ns}");
+    let what = format!("entering {path}");
+    std::thread::spawn(move || -> std::io::Result<T> {
+        let fd = std::fs::File::open(&path)?;
+        nix::sched::setns(
+            std::os::fd::AsFd::as_fd(&fd),
+            nix::sched::CloneFlags::CLONE_NEWNET,
+        )
+        .map_err(std::io::Error::from)?;
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| TopoError::Io {
+        what: what.clone(),
+        source: std::io::Error::other("namespace thread panicked"),
+    })?
+    .map_err(|source| TopoError::Io { what, source })
 }

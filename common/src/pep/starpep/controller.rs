@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ProbeWindow, Reconfig, Starpep};
 use crate::reconfig::ReconfigSchedule;
 
+use super::acks::AckSpacing;
 use super::estimate::{rtt_up, BaseRtt, RateEstimator, UpRtt, DRAIN_GAIN};
 use super::phase::{Phase, PhaseAt, Phases};
 use super::probe_rtt::ProbeRttGuard;
@@ -115,6 +116,8 @@ pub struct SatSample {
     pub sacked_bytes: u32,
     /// BBR's own model (`TCP_CC_INFO`), when the segment runs BBR.
     pub bbr: Option<BbrInfo>,
+    /// Segments received (`tcpi_segs_in`): the ACKs of the peer.
+    pub acks: u32,
 }
 
 /// The sender-facing socket's figures (TCP_INFO).
@@ -181,7 +184,8 @@ pub struct Decision {
     /// In-flight cap of the satellite socket (`C × (base RTT + LinkQueue)`, C the recent
     /// maximum of `R_down`).
     pub link_cap: Option<u32>,
-    /// Unsent bytes the satellite socket should keep ready (`R_down × QueueLow / 2`, ≥ 4 MSS).
+    /// Unsent bytes the satellite socket should keep ready (`R_down × QueueLow / 2`, at least
+    /// two ACKs' worth within `R_down × QueueHigh`, ≥ 4 MSS).
     pub sat_lowat: Option<u32>,
     /// Base RTT of the satellite segment.
     pub sat_base: Option<Duration>,
@@ -205,6 +209,7 @@ pub struct Controller {
     last_window: Option<u32>,
     last_cap: Option<u32>,
     probe_rtt: ProbeRttGuard,
+    acks: AckSpacing,
 }
 
 impl Controller {
@@ -220,6 +225,7 @@ impl Controller {
             last_window: None,
             last_cap: None,
             probe_rtt: ProbeRttGuard::default(),
+            acks: AckSpacing::default(),
         }
     }
 
@@ -297,6 +303,7 @@ impl Controller {
                 .on_sample(now, sat.delivered, sat.delivery_rate, limited, window);
             self.base.on_sample(now, sat.srtt_us);
             self.base.on_min_rtt(sat.min_rtt_us);
+            self.acks.on_sample(sat.delivered, sat.acks);
             if sat.mss > 0 {
                 sat_mss = sat.mss;
             }
@@ -412,7 +419,11 @@ impl Controller {
             _ => None,
         };
         self.last_cap = link_cap;
-        let sat_lowat = ((q_low / 2.0) as u32).max(4 * sat_mss);
+        // Unsent bytes kept ready: half of Q_low, and at least two ACKs' worth (the kernel
+        // wakes the relay at half the mark, on an ACK: what one ACK lets the socket send must
+        // be there already), within Q_high.
+        let per_ack = self.acks.get().unwrap_or(0) as f64;
+        let sat_lowat = ((q_low / 2.0).max((2.0 * per_ack).min(q_high)) as u32).max(4 * sat_mss);
         Decision {
             window: Some(w),
             w_base,

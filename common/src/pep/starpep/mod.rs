@@ -9,6 +9,7 @@
 //! probe, linear recover). Nothing here touches a socket or reads a clock. The design and its
 //! measured behaviour are in `docs/starpep.md`.
 
+mod acks;
 mod controller;
 mod estimate;
 mod phase;
@@ -20,6 +21,7 @@ mod tests_controller;
 #[cfg(test)]
 mod tests_phase;
 
+pub use acks::AckSpacing;
 pub use controller::{
     Controller, Decision, FlowSamples, Params, Regime, SatSample, UpSample, CONTROL_PERIOD,
     IDLE_PERIOD, LEO_MAX_RTT,

@@ -75,7 +75,7 @@ mod tests {
         }
         let due = (BBR_MIN_RTT_WIN - RESTART_AHEAD).as_millis() as u64;
         assert_eq!(restarts, vec![due, 2 * due], "{restarts:?}");
-        // A minimum that keeps being refreshed (a lower value every 4 s) never asks.
+        // A minimum that keeps being refreshed (a lower value every few seconds) never asks.
         let mut g = ProbeRttGuard::default();
         let mut asked = false;
         for i in 0..5000u64 {
