@@ -142,6 +142,10 @@ fn nop_rule_args(op: &'static str) -> Vec<String> {
 const REFLECT: [&str; 2] = ["net.ipv4.fwmark_reflect", "net.ipv6.fwmark_reflect"];
 /// Lets a lowered receive window retract the right edge (per namespace, since 6.5).
 const SHRINK_WINDOW: &str = "net.ipv4.tcp_shrink_window";
+/// SYN cookies when a listener's queue overflows (a SYN flood): new flows still complete their
+/// handshake with the PEP (their ACK is steered to it, `pep::nft`). On by default in every
+/// namespace; an operator's `0` is turned to `1` (and restored), `2` (always) is left.
+const SYNCOOKIES: &str = "net.ipv4.tcp_syncookies";
 
 fn ip(args: &[String]) -> Result<String, ProxyError> {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -227,6 +231,12 @@ impl NetCfg {
             }
         }
         let mut ones: Vec<&'static str> = Vec::new();
+        if cmd::sysctl_get(SYNCOOKIES).as_deref() == Some("0") {
+            tracing::info!(
+                "{SYNCOOKIES} = 1: the TPROXY listeners answer a SYN flood with cookies"
+            );
+            ones.push(SYNCOOKIES);
+        }
         if plan.transparent_connect {
             ones.extend(REFLECT);
         }
