@@ -119,6 +119,9 @@ async fn relay_flow(
         relay.on(ev, Instant::now());
         return (relay.state(), 0, 0);
     }
+    if let Err(e) = sockopt::set_liveness(connected.get_ref(), plan.opts(Side::Connected)) {
+        tracing::warn!("connected socket options: {e}");
+    }
     relay.on(Event::Connected, Instant::now());
     let mut quick_ack = [false; 2];
     quick_ack[plan.satellite_side as usize] = plan.opts(plan.satellite_side).quick_ack;

@@ -39,6 +39,12 @@ fn set_transparent(s: &Socket, v4: bool) -> io::Result<()> {
 
 /// Applies `o` to a TCP socket. Errors name the option.
 pub fn apply(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
+    apply_but_liveness(s, o)?;
+    set_liveness(s, o)
+}
+
+/// [`apply`] but the liveness options ([`set_liveness`]).
+fn apply_but_liveness(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
     if let Some(cc) = o.congestion {
         s.set_tcp_congestion(cc.as_bytes())
             .map_err(|e| ProxyError::sys(format!("TCP_CONGESTION {cc}"), e))?;
@@ -54,10 +60,18 @@ pub fn apply(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
         s.set_tcp_notsent_lowat(n)
             .map_err(|e| ProxyError::sys(format!("TCP_NOTSENT_LOWAT {n}"), e))?;
     }
-    if let Some(l) = &o.liveness {
-        liveness(s, l)?;
-    }
     Ok(())
+}
+
+/// The satellite segment's liveness options of `o`, if any. A connecting socket gets them once
+/// connected: its SYNs keep the kernel's backoff and give-up, as a direct attempt's would (with
+/// the RTO capped, the kernel gave up on a SYN after about 15 s: a flow started while the tunnel
+/// re-handshakes with a restarted POP, which takes 15 s, failed).
+pub fn set_liveness(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
+    match &o.liveness {
+        Some(l) => liveness(s, l),
+        None => Ok(()),
+    }
 }
 
 /// The satellite segment's RTO cap, user timeout and keepalive (`pep::liveness`). A kernel
@@ -116,7 +130,8 @@ pub fn listener(addr: SocketAddr, opts: &SocketOpts) -> Result<Socket, ProxyErro
     Ok(s)
 }
 
-/// A nonblocking socket toward `server` with `opts`; with `spoof` it is IP_TRANSPARENT and bound
+/// A nonblocking socket toward `server` with `opts` (but the liveness ones: [`set_liveness`]
+/// once connected); with `spoof` it is IP_TRANSPARENT and bound
 /// to the originator's address (and port, when free). The connect is started, not finished.
 pub fn connect_start(
     server: SocketAddr,
@@ -126,7 +141,8 @@ pub fn connect_start(
     let what = |w: &str| format!("connect {server}: {w}");
     let s = Socket::new(domain(&server), Type::STREAM, Some(Protocol::TCP))
         .map_err(|e| ProxyError::sys(what("socket"), e))?;
-    apply(&s, opts).map_err(|e| ProxyError::sys(what("options"), io::Error::other(e)))?;
+    apply_but_liveness(&s, opts)
+        .map_err(|e| ProxyError::sys(what("options"), io::Error::other(e)))?;
     if let Some(client) = spoof {
         set_transparent(&s, server.is_ipv4())
             .map_err(|e| ProxyError::sys(what("IP_TRANSPARENT"), e))?;
