@@ -229,6 +229,19 @@ pub fn start_plain(
     start_waiting(topo, node, bin, name, text, false)
 }
 
+/// [`start`] with the daemon run through `wrapper` (a command that execs the rest, such as
+/// `prlimit --nofile=N:N`).
+pub fn start_wrapped(
+    topo: &Topology,
+    node: Node,
+    bin: &'static str,
+    name: &str,
+    text: &str,
+    wrapper: &[&str],
+) -> Daemon {
+    start_inner(topo, node, bin, name, text, true, wrapper)
+}
+
 fn start_waiting(
     topo: &Topology,
     node: Node,
@@ -237,21 +250,31 @@ fn start_waiting(
     text: &str,
     pep: bool,
 ) -> Daemon {
+    start_inner(topo, node, bin, name, text, pep, &[])
+}
+
+fn start_inner(
+    topo: &Topology,
+    node: Node,
+    bin: &'static str,
+    name: &str,
+    text: &str,
+    pep: bool,
+    wrapper: &[&str],
+) -> Daemon {
     let conf: PathBuf = topo.tmpdir().join(format!("{name}.conf"));
     starpep_tests::write_private(&conf, text);
     let path = bin_path(bin);
+    let mut args: Vec<&std::ffi::OsStr> = wrapper.iter().map(|w| w.as_ref()).collect();
+    args.extend([
+        path.as_os_str(),
+        "run".as_ref(),
+        "-c".as_ref(),
+        conf.as_os_str(),
+        "-v".as_ref(),
+    ]);
     let mut proc = topo
-        .spawn(
-            node,
-            &format!("{}-{name}", node.short()),
-            &[
-                path.as_os_str(),
-                "run".as_ref(),
-                "-c".as_ref(),
-                conf.as_os_str(),
-                "-v".as_ref(),
-            ],
-        )
+        .spawn(node, &format!("{}-{name}", node.short()), &args)
         .expect("spawn daemon");
     let end = Instant::now() + Duration::from_secs(15);
     loop {

@@ -117,6 +117,9 @@ pub struct Pep {
     /// host). The box's hosts are its clients (`MaxFlowsPerClient`).
     pub max_flows_per_host: Option<u32>,
     pub idle_timeout: Duration,
+    /// A split flow whose satellite segment hears nothing from the far PEP this long while
+    /// it waits on it (unacknowledged data, unanswered keepalive probes) is reset both ways.
+    pub dead_peer_timeout: Duration,
     /// The server sees the POP's address instead of the user's.
     pub snat: bool,
     /// Relay buffer per direction per flow, bytes.
@@ -141,6 +144,7 @@ impl Pep {
     /// `MaxFlowsPerClient` of the POP (per peer, i.e. per customer box): four box hosts' worth.
     pub const DEFAULT_MAX_FLOWS_PER_PEER: u32 = 1024;
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+    pub const DEFAULT_DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(60);
     pub const DEFAULT_FLOW_BUFFER: u32 = 256 * 1024;
     pub const MIN_FLOW_BUFFER: u32 = 16 * 1024;
     pub const DEFAULT_PROXY_PORT: u16 = 8399;
@@ -213,6 +217,7 @@ impl Default for Pep {
             max_flows_per_client: None,
             max_flows_per_host: None,
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            dead_peer_timeout: Self::DEFAULT_DEAD_PEER_TIMEOUT,
             snat: false,
             flow_buffer: Self::DEFAULT_FLOW_BUFFER,
             proxy_port: Self::DEFAULT_PROXY_PORT,

@@ -29,6 +29,7 @@ const PEP_KEYS: &[&str] = &[
     "MaxFlowsPerClient",
     "MaxFlowsPerHost",
     "IdleTimeout",
+    "DeadPeerTimeout",
     "SNAT",
     "FlowBuffer",
     "ProxyPort",
@@ -153,6 +154,10 @@ impl PepBuilder {
             "IdleTimeout" => set!(
                 p.idle_timeout,
                 duration_in(v, Duration::from_secs(1), 30 * 86400)
+            ),
+            "DeadPeerTimeout" => set!(
+                p.dead_peer_timeout,
+                duration_in(v, Duration::from_secs(5), 86400)
             ),
             "SNAT" => set!(p.snat, values::bool_value(v)),
             "FlowBuffer" => set!(

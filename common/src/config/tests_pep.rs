@@ -42,6 +42,7 @@ fn empty_section_has_the_documented_defaults() {
     assert_eq!(p.max_flows, 4096);
     assert_eq!(p.max_flows_per_client, None);
     assert_eq!(p.idle_timeout, Duration::from_secs(3600));
+    assert_eq!(p.dead_peer_timeout, Duration::from_secs(60));
     assert_eq!(p.flow_buffer, 256 * 1024);
     assert_eq!(p.proxy_port, 8399);
     assert!(p.bypass.is_empty() && p.intercept.is_empty() && p.destinations.is_empty());
@@ -71,6 +72,7 @@ fn every_key() {
          MaxFlowsPerClient = 64\n\
          MaxFlowsPerHost = 16\n\
          IdleTimeout = 90s\n\
+         DeadPeerTimeout = 20s\n\
          snat = yes\n\
          FlowBuffer = 16K\n\
          ProxyPort = 9000\n\
@@ -106,6 +108,7 @@ fn every_key() {
     assert_eq!(p.max_flows_per_client, Some(64));
     assert_eq!(p.max_flows_per_host, Some(16));
     assert_eq!(p.idle_timeout, Duration::from_secs(90));
+    assert_eq!(p.dead_peer_timeout, Duration::from_secs(20));
     assert_eq!(p.flow_buffer, 16 << 10);
     assert_eq!(p.proxy_port, 9000);
     assert_eq!(p.intercept, ["eth1", "veth-lan"]);
@@ -220,6 +223,8 @@ fn errors_with_line_and_key() {
     );
     e("MaxFlowsPerHost = x\n", "MaxFlowsPerHost", "");
     e("IdleTimeout = 500ms\n", "IdleTimeout", "out of range");
+    e("DeadPeerTimeout = 4s\n", "DeadPeerTimeout", "out of range");
+    e("DeadPeerTimeout = 2d\n", "DeadPeerTimeout", "");
     e("SNAT = y\n", "SNAT", "not a boolean");
     e("FlowBuffer = 8K\n", "FlowBuffer", "out of range");
     e("ProxyPort = 0\n", "ProxyPort", "out of range");

@@ -39,6 +39,11 @@ pub fn context(r: Role, plan: &Plan, tunnel: bool, slots: Vec<Vec<IpNet>>) -> Pe
     ctx
 }
 
+/// Undoes what the PEP of a killed instance of `iface` left ([`crate::proxy::undo_stale`]).
+pub fn undo_stale(iface: &str) {
+    crate::proxy::undo_stale(iface);
+}
+
 /// Whether `plan` asks for the PEP without a tunnel.
 pub fn without_tunnel(plan: &Plan) -> bool {
     plan.pep

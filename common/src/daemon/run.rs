@@ -2,14 +2,16 @@
 //! file, [`super::reload`]), tear it all down.
 //!
 //! Order: refuse a config group/others can access ([`check_perms`]), parse and validate, resolve
-//! endpoints, bind the UDP, control and metrics sockets (nothing in the system changes until all of that
-//! worked), then PreUp, TUN, addresses/MTU/routes/rules,
-//! PostUp. A failure after that point undoes what was done. Shutdown: PreDown, stop the data
-//! path, close the TUN (its routes go with it), remove the rules, PostDown.
+//! endpoints, bind the UDP, control and metrics sockets (nothing in the system changes until all
+//! of that worked), then what a killed instance left (its undo records in `/run/starpep`),
+//! PreUp, TUN, addresses/MTU/routes/rules, PostUp. A failure after that point undoes what was
+//! done. Shutdown: PreDown, stop the data path, close the TUN (its routes go with it), remove
+//! the rules, PostDown.
 //!
 //! The PEP (`[PEP]` splits) starts once the interface is up (after PostUp, data path running)
-//! and is stopped first on shutdown; the control thread answers once both are up. With
-//! `Tunnel = none` the PEP runs alone (no TUN, no UDP socket).
+//! and is stopped first on shutdown, while the data path still carries what it sends last (the
+//! resets of its flows); the control thread answers once both are up. With `Tunnel = none` the
+//! PEP runs alone (no TUN, no UDP socket).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -34,6 +36,9 @@ use super::{DaemonError, Role};
 const TICK: Duration = Duration::from_millis(100);
 /// How often the `Tunnel = none` daemon checks its stop flag.
 const POLL: Duration = Duration::from_millis(100);
+/// At shutdown, how long the data path keeps running after the PEP stopped: the resets of its
+/// flows are in the TUN's queue and go out within microseconds.
+const FLUSH: Duration = Duration::from_millis(100);
 
 /// Loads and validates `path` for `role` without touching the system (`check`, and the first
 /// step of `run`).
@@ -61,11 +66,14 @@ pub fn check_perms(path: &Path) -> Result<(), DaemonError> {
 /// file (as the `reload` command does).
 pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     check_perms(path)?;
+    // `term`: a signal asked to shut down; `stop`: the data path and control threads stop
+    // (later: the PEP stops first, its last packets still carried).
+    let term = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while shutting down exits at once (status 1).
-        signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())
-            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+        signal_hook::flag::register_conditional_shutdown(sig, 1, term.clone())
+            .and_then(|_| signal_hook::flag::register(sig, term.clone()))
             .map_err(|e| IoError::sys("install signal handler", e))?;
     }
     let hup = Arc::new(AtomicBool::new(false));
@@ -73,7 +81,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
         .map_err(|e| IoError::sys("install SIGHUP handler", e))?;
     let plan = validate(role, path)?;
     if pep::without_tunnel(&plan) {
-        return run_without_tunnel(role, path, &plan, &stop, &hup);
+        return run_without_tunnel(role, path, &plan, &term, &hup);
     }
     let (workers, bad_env) = datapath::workers();
     if let Some(e) = bad_env {
@@ -83,6 +91,9 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     let control = ControlServer::bind(&plan.iface)?;
     let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
     let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
+    // The interface is ours now (the control socket): undo what a killed instance left, the
+    // PEP's rules before the tunnel's own record is replayed and its rules are added.
+    pep::undo_stale(&plan.iface);
     let info = InterfaceInfo {
         interface: plan.iface.clone(),
         listen_port: udp.port(),
@@ -157,7 +168,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
         }
     }
 
-    timer_loop(&shared, &hup, &reloader);
+    timer_loop(&shared, &term, &hup, &reloader);
 
     tracing::info!(iface = %plan.iface, "shutting down");
     for h in &plan.hooks.pre_down {
@@ -165,10 +176,17 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
             tracing::warn!("PreDown: {e}");
         }
     }
-    if let Some(r) = runner {
-        r.stop();
-    }
-    stop.store(true, Relaxed);
+    // The PEP resets its flows: the resets toward the peer still go through the tunnel (the
+    // data path and the timers run until they are out).
+    let no_hup = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        sc.spawn(|| timer_loop(&shared, &stop, &no_hup, &reloader));
+        if let Some(r) = runner {
+            r.stop();
+        }
+        std::thread::sleep(FLUSH);
+        stop.store(true, Relaxed);
+    });
     for t in threads {
         let _ = t.join();
     }
@@ -237,10 +255,11 @@ fn run_without_tunnel(
     Ok(())
 }
 
-/// Drives every peer's timers and the rate limiter until `stop`; reloads on SIGHUP.
-fn timer_loop(s: &Shared, hup: &AtomicBool, reloader: &SharedReloader) {
+/// Drives every peer's timers and the rate limiter until `until` (or the data path stops);
+/// reloads on SIGHUP.
+fn timer_loop(s: &Shared, until: &AtomicBool, hup: &AtomicBool, reloader: &SharedReloader) {
     let mut buf = vec![0u8; MIN_DST.max(256)];
-    while !s.stop.load(Relaxed) {
+    while !until.load(Relaxed) && !s.stop.load(Relaxed) {
         if hup.swap(false, Relaxed) {
             let _ = reload_logged(reloader, "SIGHUP");
         }

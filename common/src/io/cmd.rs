@@ -60,6 +60,13 @@ pub fn hook(script: &str, iface: &str) -> Result<(), IoError> {
     run("sh", &["-c", &script]).map(|_| ())
 }
 
+/// Reads a sysctl from `/proc/sys` (trimmed); `None` if it does not exist or cannot be read.
+pub fn sysctl_get(key: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/sys/{}", key.replace('.', "/")))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
 /// Sets a sysctl by writing `/proc/sys` (per network namespace for net.*).
 pub fn sysctl(key: &str, value: &str) -> Result<(), IoError> {
     let path = format!("/proc/sys/{}", key.replace('.', "/"));

@@ -52,9 +52,13 @@ impl ControlServer {
     /// Answers requests with `handler(request_line)` until `stop` is set.
     pub fn serve(&self, stop: &AtomicBool, handler: impl Fn(&str) -> String) {
         let me = nix::unistd::geteuid().as_raw();
+        // The last accept error, logged once until an accept works again (no descriptor left
+        // fails every accept until one is freed).
+        let mut failing: Option<io::ErrorKind> = None;
         while !stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((conn, _)) => {
+                    failing = None;
                     if let Err(e) = answer(conn, me, &handler) {
                         tracing::debug!(iface = %self.iface, "control request: {e}");
                     }
@@ -63,7 +67,10 @@ impl ControlServer {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(e) => {
-                    tracing::warn!(iface = %self.iface, "control accept: {e}");
+                    if failing != Some(e.kind()) {
+                        tracing::warn!(iface = %self.iface, "control accept: {e}");
+                        failing = Some(e.kind());
+                    }
                     std::thread::sleep(Duration::from_millis(200));
                 }
             }

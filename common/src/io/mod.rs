@@ -1,5 +1,5 @@
-//! I/O layer: TUN, UDP sockets, routes, nftables, socket options, the control socket and the
-//! metrics endpoint (the only place with syscalls).
+//! I/O layer: TUN, UDP sockets, routes, nftables, socket options, the control socket, the
+//! metrics endpoint and the undo record's file (the only place with syscalls).
 //!
 //! `sys` holds every `unsafe` block; the other modules are safe wrappers the daemon loops use.
 
@@ -12,6 +12,7 @@ pub mod sys;
 pub mod tun;
 pub mod udp;
 pub mod udp_group;
+pub mod undo_file;
 
 pub use tun::Tun;
 pub use udp::Udp;

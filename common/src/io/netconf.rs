@@ -1,15 +1,21 @@
 //! Interface configuration like wg-quick: MTU, addresses, link up, AllowedIPs routes and the
 //! fwmark policy-routing trick for default routes. Every rule added is recorded and removed again.
 //!
-//! Routes go through the TUN device, so they disappear with it; the policy rules do not, which is
-//! what [`Applied`] undoes (on drop, also when a later step fails). A reload adds and removes
-//! the AllowedIPs routes of the peers it changes ([`Applied::update_routes`]).
+//! Routes go through the TUN device, so they disappear with it (also when the process is
+//! killed); the policy rules and `src_valid_mark` do not, which is what [`Applied`] undoes (on
+//! drop, also when a later step fails). Its undo record is on disk (`io::undo_file`, owner: the
+//! interface name), so the next start removes what a killed instance left.
+//! A reload adds and removes the AllowedIPs routes of the peers it changes
+//! ([`Applied::update_routes`]).
 
 use std::collections::BTreeSet;
 
 use ipnet::IpNet;
 
+use crate::undo::Change;
+
 use super::cmd;
+use super::undo_file::UndoFile;
 use super::IoError;
 
 /// `Table =` of the config, as far as routing is concerned.
@@ -48,9 +54,9 @@ impl NetPlan {
     }
 }
 
-/// Undo list of a configured interface, and the AllowedIPs routes it added.
+/// Undo record of a configured interface, and the AllowedIPs routes it added.
 pub struct Applied {
-    undo: Vec<Vec<String>>,
+    undo: UndoFile,
     routes: BTreeSet<IpNet>,
 }
 
@@ -63,9 +69,26 @@ fn fam(net: &IpNet) -> &'static str {
 
 impl Applied {
     fn ip_undoable(&mut self, add: &[&str], del: &[&str]) -> Result<(), IoError> {
-        cmd::ip(add)?;
-        self.undo.push(del.iter().map(|s| s.to_string()).collect());
-        Ok(())
+        let c = Change::Ip {
+            undo: del.iter().map(|s| s.to_string()).collect(),
+        };
+        self.undo.note(c.clone());
+        cmd::ip(add)
+            .map(|_| ())
+            .inspect_err(|_| self.undo.forget(&c))
+    }
+
+    /// Sets sysctl `key` to `value`, recording the old value when it differs.
+    fn sysctl_undoable(&mut self, key: &str, value: &str) -> Result<(), IoError> {
+        let Some(old) = cmd::sysctl_get(key).filter(|old| old != value) else {
+            return Ok(());
+        };
+        let c = Change::Sysctl {
+            key: key.to_string(),
+            old,
+        };
+        self.undo.note(c.clone());
+        cmd::sysctl(key, value).inspect_err(|_| self.undo.forget(&c))
     }
 
     /// A reload: adds `add` (most specific last, as at start) and removes the routes of `del`
@@ -116,14 +139,9 @@ impl Applied {
         }
     }
 
-    /// Removes what was added, newest first; failures are logged, not returned.
+    /// Removes what was added and restores the sysctls, newest first; failures are logged.
     pub fn teardown(&mut self) {
-        while let Some(args) = self.undo.pop() {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            if let Err(e) = cmd::ip(&args) {
-                tracing::warn!("teardown: {e}");
-            }
-        }
+        self.undo.undo_all();
     }
 }
 
@@ -134,9 +152,10 @@ impl Drop for Applied {
 }
 
 /// Configures `plan.iface` (which must exist). On error, the rules already added are removed.
+/// First undoes what a killed instance of the same interface left in this namespace.
 pub fn apply(plan: &NetPlan) -> Result<Applied, IoError> {
     let mut applied = Applied {
-        undo: Vec::new(),
+        undo: UndoFile::take_over(&plan.iface),
         routes: BTreeSet::new(),
     };
     let dev = plan.iface.as_str();
@@ -195,8 +214,9 @@ fn add_route(applied: &mut Applied, plan: &NetPlan, net: &IpNet) -> Result<(), I
             ];
             applied.ip_undoable(&suppress, &suppress_del)?;
             if f == "-4" {
-                // Replies to marked packets must pass reverse-path checks (as wg-quick does).
-                cmd::sysctl("net.ipv4.conf.all.src_valid_mark", "1")?;
+                // Replies to marked packets must pass reverse-path checks (as wg-quick does;
+                // unlike wg-quick, the old value is restored at stop).
+                applied.sysctl_undoable("net.ipv4.conf.all.src_valid_mark", "1")?;
             }
             Ok(())
         }

@@ -287,6 +287,28 @@ impl FlowTable {
         None
     }
 
+    /// Changes the limit (`MaxFlows`, or what the descriptors allow: [`super::nofile`]); a
+    /// lower limit the table already holds pauses interception, a higher one under which it
+    /// has drained resumes it.
+    pub fn set_max(&mut self, max_flows: usize) -> Option<InterceptChange> {
+        let max = max_flows.max(1);
+        if max == self.max {
+            return None;
+        }
+        self.max = max;
+        self.resume_at = (max - max / 16).saturating_sub(1);
+        if self.intercepting && self.flows.len() >= max {
+            self.intercepting = false;
+            self.totals.pauses += 1;
+            return Some(InterceptChange::Pause);
+        }
+        if !self.intercepting && self.flows.len() <= self.resume_at {
+            self.intercepting = true;
+            return Some(InterceptChange::Resume);
+        }
+        None
+    }
+
     /// Records whether flow `id` moved bytes in its last period; returns how many flows its
     /// buffers are shared with now ([`LinkActivity::sharing`]; 1 for an unknown flow).
     pub fn set_active(&mut self, id: FlowId, active: bool) -> usize {

@@ -74,6 +74,9 @@ pub struct PepMetrics {
     pub over_cap: u64,
     pub client_caps: u64,
     pub capped_syns: u64,
+    /// Flows reset at accept because the daemon had no descriptor left.
+    #[serde(default)]
+    pub refused_flows: u64,
     /// Finished flows by outcome.
     pub closed: u64,
     pub reset: u64,
@@ -101,6 +104,7 @@ pub struct MetricsHeader {
     pub overflow_syns: u64,
     pub intercepted_syns: u64,
     pub capped_syns: u64,
+    pub refused_flows: u64,
 }
 
 impl PepMetrics {
@@ -159,6 +163,7 @@ impl PepMetrics {
             over_cap,
             client_caps,
             capped_syns: h.capped_syns,
+            refused_flows: h.refused_flows,
             closed,
             reset,
             connect_failed,
@@ -220,6 +225,13 @@ impl PepMetrics {
             self.client_caps,
             self.over_cap
         );
+        if self.refused_flows > 0 {
+            let _ = writeln!(
+                s,
+                "  refused for want of descriptors: {} flows",
+                self.refused_flows
+            );
+        }
         for f in &self.flows {
             let seg = |i: &Option<SegmentInfo>| match i {
                 Some(i) => format!(

@@ -5,8 +5,9 @@
 //! time in and executes what comes out. [`plan`] resolves the `[PEP]` section for a role,
 //! [`nft`] renders its nftables ruleset, [`relay`] is the per-flow state machine ([`segments`]:
 //! its writes toward the satellite end on segment boundaries), [`flows`]
-//! the flow table with the `MaxFlows` pause, [`buffers`] each flow's share of its link's
-//! socket buffers, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
+//! the flow table with the `MaxFlows` pause, [`nofile`] how many flows the descriptors allow,
+//! [`buffers`] each flow's share of its link's socket buffers, [`liveness`] when a silent
+//! satellite segment is given up, [`tcpinfo`] parses `TCP_INFO` ([`bbrinfo`] BBR's
 //! `TCP_CC_INFO`), [`metrics`] is what `show` prints, [`reload`] what a reload may change. The
 //! design is documented in `docs/pep.md`.
 
@@ -14,8 +15,10 @@ pub mod bbrinfo;
 pub mod buffers;
 pub mod control_stats;
 pub mod flows;
+pub mod liveness;
 pub mod metrics;
 pub mod nft;
+pub mod nofile;
 pub mod plan;
 pub mod relay;
 pub mod reload;
@@ -39,6 +42,7 @@ mod tests_start;
 
 pub use bbrinfo::BbrInfo;
 pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChange};
+pub use liveness::Liveness;
 pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
 pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};

@@ -6,7 +6,9 @@
 //! new flows reach the TPROXY rule, so flows that passed untouched while interception was
 //! paused are never caught later; packets of intercepted flows (and replies to the PEP's own
 //! transparent sockets) are delivered locally by the `socket transparent 1` rule, which also
-//! matches handshakes still in SYN_RECV (request sockets of a transparent listener).
+//! matches handshakes still in SYN_RECV (request sockets of a transparent listener). A
+//! handshake the listener answered with a SYN cookie has no request socket: its ACK is steered
+//! to the listener when its SYN was intercepted in the last seconds (sets `syn4`/`syn6`).
 
 use std::fmt::Write;
 
@@ -31,6 +33,21 @@ pub const CAPPED4_SET: &str = "capped4";
 pub const CAPPED6_SET: &str = "capped6";
 pub const CAPPED_PEER4_SET: &str = "cappedp4";
 pub const CAPPED_PEER6_SET: &str = "cappedp6";
+/// The 4-tuples of recently intercepted SYNs (one set per family), to steer their SYN-cookie
+/// ACKs to the listener.
+pub const SYN4_SET: &str = "syn4";
+pub const SYN6_SET: &str = "syn6";
+/// How long an intercepted SYN's tuple is remembered: its ACK comes one round trip after the
+/// SYN-ACK (a satellite round trip at the POP).
+pub const SYN_SET_TIMEOUT_S: u32 = 3;
+/// At most this many tuples per family: the kernel memory they take is bounded, and they cover
+/// `SYN_SET_SIZE / SYN_SET_TIMEOUT_S` (about 21,800) new SYNs a second.
+pub const SYN_SET_SIZE: u32 = 65536;
+/// Counter of ACKs steered to the listener by [`SYN4_SET`]/[`SYN6_SET`] (SYN-cookie handshakes).
+pub const COOKIE_COUNTER: &str = "cookie_acks";
+/// Counter of SYNs that passed unsplit because their family's set of recent SYNs was full (a
+/// flood beyond what [`SYN_SET_SIZE`] covers): split, a SYN-cookie handshake would fail.
+pub const SYN_SET_FULL_COUNTER: &str = "syn_set_full";
 
 fn quoted_list(names: &[String]) -> String {
     let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
@@ -101,6 +118,24 @@ pub fn ruleset(p: &Plan) -> String {
     let _ = writeln!(s, "  counter {INTERCEPTED_COUNTER} {{ }}");
     let _ = writeln!(s, "  counter {OWN_PORT_COUNTER} {{ }}");
     let _ = writeln!(s, "  counter {CAPPED_COUNTER} {{ }}");
+    let _ = writeln!(s, "  counter {COOKIE_COUNTER} {{ }}");
+    let _ = writeln!(s, "  counter {SYN_SET_FULL_COUNTER} {{ }}");
+    for (set, key) in [
+        (
+            SYN4_SET,
+            "ipv4_addr . inet_service . ipv4_addr . inet_service",
+        ),
+        (
+            SYN6_SET,
+            "ipv6_addr . inet_service . ipv6_addr . inet_service",
+        ),
+    ] {
+        let _ = writeln!(
+            s,
+            "  set {set} {{ type {key}; size {SYN_SET_SIZE}; flags dynamic,timeout; \
+             timeout {SYN_SET_TIMEOUT_S}s; }}"
+        );
+    }
     let _ = writeln!(
         s,
         "  set {CAPPED4_SET} {{ type ipv4_addr; }}\n  set {CAPPED6_SET} {{ type ipv6_addr; }}\n  \
@@ -116,6 +151,18 @@ pub fn ruleset(p: &Plan) -> String {
         s,
         "    meta l4proto tcp socket transparent 1 meta mark set {mark} accept"
     );
+    // The ACK completing a handshake the listener answered with a SYN cookie (its queue was
+    // full: a SYN flood) finds no request socket for the rule above, and would be forwarded to
+    // the server. It is steered to the listener if its SYN was intercepted moments ago; other
+    // packets without a socket (flows that started unsplit) never are.
+    for (fam, proto, set) in [("ipv4", "ip", SYN4_SET), ("ipv6", "ip6", SYN6_SET)] {
+        let _ = writeln!(
+            s,
+            "    meta nfproto {fam} tcp flags & (fin | syn | rst | ack) == ack \
+             {proto} saddr . tcp sport . {proto} daddr . tcp dport @{set} \
+             counter name {COOKIE_COUNTER} tproxy {proto} to :{port} meta mark set {mark} accept"
+        );
+    }
     let _ = writeln!(
         s,
         "    meta l4proto tcp tcp flags & (fin | syn | rst | ack) == syn jump new_flow\n  }}"
@@ -146,11 +193,17 @@ pub fn ruleset(p: &Plan) -> String {
          ip saddr @{CAPPED_PEER4_SET} counter name {CAPPED_COUNTER} return\n    \
          ip6 saddr @{CAPPED_PEER6_SET} counter name {CAPPED_COUNTER} return"
     );
-    for (fam, proto) in [("ipv4", "ip"), ("ipv6", "ip6")] {
+    for (fam, proto, set) in [("ipv4", "ip", SYN4_SET), ("ipv6", "ip6", SYN6_SET)] {
+        // The SYN's tuple is remembered as it is intercepted. A full set fails the update and
+        // ends the rule: the SYN then passes unsplit (next rule), as under the `MaxFlows`
+        // pause, since its handshake may be answered with a cookie whose ACK would not be
+        // steered.
         let _ = writeln!(
             s,
-            "    meta nfproto {fam} meta l4proto tcp counter name {INTERCEPTED_COUNTER} \
-             tproxy {proto} to :{port} meta mark set {mark} accept"
+            "    meta nfproto {fam} meta l4proto tcp update @{set} {{ {proto} saddr . tcp sport . \
+             {proto} daddr . tcp dport }} counter name {INTERCEPTED_COUNTER} tproxy {proto} to \
+             :{port} meta mark set {mark} accept\n    \
+             meta nfproto {fam} counter name {SYN_SET_FULL_COUNTER} return"
         );
     }
     let _ = writeln!(s, "  }}");

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
+use super::liveness::Liveness;
 use super::relay::{Dir, Side};
 use super::starpep::Params;
 use super::tenants::TenantMap;
@@ -90,6 +91,9 @@ pub struct SocketOpts {
     /// TCP_QUICKACK (not sticky in the kernel: re-armed after each read).
     pub quick_ack: bool,
     pub notsent_lowat: Option<u32>,
+    /// The satellite segment's liveness options (`TCP_RTO_MAX_MS`, `TCP_USER_TIMEOUT`,
+    /// keepalive); `None` on the terrestrial side.
+    pub liveness: Option<Liveness>,
 }
 
 /// The window controller's part of the plan: `Mode = starpep`, or `Mode = split` with a
@@ -260,6 +264,11 @@ impl Plan {
             no_delay: pep.no_delay,
             quick_ack: pep.quick_ack,
             notsent_lowat: pep.notsent_lowat,
+            liveness: Some(Liveness::new(
+                pep.link_rtt,
+                pep.idle_timeout,
+                pep.dead_peer_timeout,
+            )),
         };
         let terrestrial = SocketOpts {
             congestion: pep.lan_congestion.map(|c| c.as_str()),
@@ -268,6 +277,7 @@ impl Plan {
             no_delay: pep.no_delay,
             quick_ack: false,
             notsent_lowat: None,
+            liveness: None,
         };
         let satellite_devs = match (&tun, role) {
             (Some(t), _) => vec![t.clone()],

@@ -24,10 +24,19 @@ pub struct RouteChange {
 }
 
 /// `line` is one line of `ip -o [-6] route show dev DEV` (the device is not printed).
-/// `None` for routes that cannot be rewritten safely (expiring, multipath, broadcast/local).
+/// `None` for routes that cannot be rewritten safely (expiring, multipath, broadcast/local),
+/// and for IPv6 link-local and multicast prefixes: every interface has its own `fe80::/64`
+/// with the same metric, and `ip -6 route change` replaces the first of them whatever its
+/// device (a PEP never connects to a link-local address anyway).
 pub fn initcwnd_change(family: &str, line: &str, dev: &str, cwnd: u32) -> Option<RouteChange> {
     let toks: Vec<&str> = line.split_whitespace().collect();
     let first = *toks.first()?;
+    if let Some(ipnet::IpNet::V6(n)) = route_prefix(family, line) {
+        let a = n.network();
+        if a.is_unicast_link_local() || a.is_multicast() {
+            return None;
+        }
+    }
     if [
         "broadcast",
         "local",
@@ -212,6 +221,14 @@ mod tests {
             None
         );
         assert_eq!(initcwnd_change("-4", "", "x", 1), None);
+        for ll in [
+            "fe80::/64 proto kernel metric 256 pref medium",
+            "fe80::/64 proto kernel metric 256 initcwnd 40 pref medium",
+            "ff00::/8 metric 256 pref medium",
+        ] {
+            assert_eq!(initcwnd_change("-6", ll, "t", 40), None, "{ll}");
+        }
+        assert!(initcwnd_change("-6", "fd00:8::/64 proto kernel metric 256", "t", 40).is_some());
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub struct TcpInfo {
     pub state: u8,
     /// `tcpi_ca_state`: 0 open, 1 disorder, 2 CWR, 3 recovery, 4 loss.
     pub ca_state: u8,
+    /// `tcpi_probes`: keepalive or zero-window probes sent and not answered.
+    pub probes: u8,
     /// `tcpi_snd_wscale` / `tcpi_rcv_wscale` (the 4-bit fields of byte 6).
     pub snd_wscale: u8,
     pub rcv_wscale: u8,
@@ -47,6 +49,9 @@ pub struct TcpInfo {
     pub unacked: u32,
     pub sacked: u32,
     pub lost: u32,
+    /// Milliseconds since data and since an acknowledgement last arrived.
+    pub last_data_recv_ms: u32,
+    pub last_ack_recv_ms: u32,
     /// Receiver-side RTT estimate (µs; 0 until measured).
     pub rcv_rtt_us: u32,
     pub rtt_us: u32,
@@ -69,6 +74,7 @@ pub struct TcpInfo {
 mod off {
     pub const STATE: usize = 0;
     pub const CA_STATE: usize = 1;
+    pub const PROBES: usize = 3;
     pub const WSCALE: usize = 6;
     pub const FLAGS: usize = 7;
     pub const SND_MSS: usize = 16;
@@ -76,6 +82,8 @@ mod off {
     pub const UNACKED: usize = 24;
     pub const SACKED: usize = 28;
     pub const LOST: usize = 32;
+    pub const LAST_DATA_RECV: usize = 52;
+    pub const LAST_ACK_RECV: usize = 56;
     pub const RTT: usize = 68;
     pub const RTTVAR: usize = 72;
     pub const SND_CWND: usize = 80;
@@ -113,6 +121,7 @@ impl TcpInfo {
         Some(TcpInfo {
             state: b[off::STATE],
             ca_state: b[off::CA_STATE],
+            probes: b[off::PROBES],
             snd_wscale: b[off::WSCALE] & 0x0f,
             rcv_wscale: b[off::WSCALE] >> 4,
             app_limited: b[off::FLAGS] & 1 == 1,
@@ -121,6 +130,8 @@ impl TcpInfo {
             unacked: need(off::UNACKED),
             sacked: need(off::SACKED),
             lost: need(off::LOST),
+            last_data_recv_ms: need(off::LAST_DATA_RECV),
+            last_ack_recv_ms: need(off::LAST_ACK_RECV),
             rcv_rtt_us: need(off::RCV_RTT),
             rtt_us: need(off::RTT),
             rttvar_us: need(off::RTTVAR),

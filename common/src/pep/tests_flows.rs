@@ -74,6 +74,31 @@ fn max_one_pauses_on_the_first_flow_and_resumes_when_it_ends() {
 }
 
 #[test]
+fn a_lower_limit_pauses_a_table_that_holds_it_and_a_higher_one_resumes() {
+    let t0 = Instant::now();
+    let mut t = FlowTable::new(100);
+    let ids: Vec<FlowId> = (0..20).map(|i| t.admit(key(3000 + i), t0).id).collect();
+    assert_eq!(t.set_max(100), None, "unchanged");
+    // Fewer descriptors: the table already holds more than the new limit.
+    assert_eq!(t.set_max(16), Some(InterceptChange::Pause));
+    assert!(!t.intercepting());
+    assert_eq!(t.set_max(18), None, "still above the new low watermark");
+    // Flows end: below 15/16 of the limit interception resumes.
+    let mut change = None;
+    for id in &ids[..4] {
+        change = change.or(t.remove(*id, FlowState::Closed, 0, 0));
+    }
+    assert_eq!(change, Some(InterceptChange::Resume));
+    assert_eq!(t.set_max(12), Some(InterceptChange::Pause));
+    // More descriptors again.
+    assert_eq!(t.set_max(1000), Some(InterceptChange::Resume));
+    assert_eq!(t.max(), 1000);
+    assert_eq!(t.totals().pauses, 2);
+    assert_eq!(t.set_max(0), Some(InterceptChange::Pause), "at least one");
+    assert_eq!(t.max(), 1);
+}
+
+#[test]
 fn outcomes_are_counted_by_kind() {
     let t0 = Instant::now();
     let mut t = FlowTable::new(100);
@@ -117,12 +142,15 @@ fn tcp_info_bytes(len: usize) -> Vec<u8> {
     };
     b[0] = 1; // TCP_ESTABLISHED
     b[1] = 3; // TCP_CA_Recovery
+    b[3] = 2; // probes
     b[6] = (9 << 4) | 7; // rcv_wscale 9, snd_wscale 7
     b[7] = 1; // delivery_rate_app_limited
     put32(&mut b, 16, 1368);
     put32(&mut b, 20, 1448);
     put32(&mut b, 24, 17);
     put32(&mut b, 32, 2);
+    put32(&mut b, 52, 9_000);
+    put32(&mut b, 56, 31_000);
     put32(&mut b, 92, 20_500);
     put32(&mut b, 68, 512_000);
     put32(&mut b, 72, 3_000);
@@ -171,7 +199,8 @@ fn tcp_info_is_parsed_by_offset_and_short_structs_lack_the_new_fields() {
     );
     assert_eq!(i.total_retrans, 7);
     assert_eq!((i.snd_wscale, i.rcv_wscale, i.app_limited), (7, 9, true));
-    assert_eq!((i.ca_state, i.lost), (3, 2));
+    assert_eq!((i.ca_state, i.lost, i.probes), (3, 2, 2));
+    assert_eq!((i.last_data_recv_ms, i.last_ack_recv_ms), (9_000, 31_000));
     assert_eq!((i.rcv_mss, i.unacked, i.rcv_rtt_us), (1448, 17, 20_500));
     assert_eq!(i.bytes_acked, Some(123_456));
     assert_eq!(i.segs_in, Some(4_321));
@@ -217,6 +246,7 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
         overflow_syns: 3,
         intercepted_syns: 2,
         capped_syns: 0,
+        refused_flows: 0,
     };
     let m = PepMetrics::snapshot(&h, &t, t0 + Duration::from_millis(1500));
     assert_eq!(m.active_flows, 1);

@@ -174,17 +174,40 @@ fn ruleset_orders_the_transparent_rule_first_and_tproxies_only_syns() {
     let transparent = pos("meta l4proto tcp socket transparent 1 meta mark set 0x5350 accept");
     let syn_jump = pos("tcp flags & (fin | syn | rst | ack) == syn jump new_flow");
     assert!(transparent < syn_jump);
+    // SYN-cookie ACKs: only those of intercepted SYNs' tuples, after the socket rule.
+    let cookie4 = pos(
+        "meta nfproto ipv4 tcp flags & (fin | syn | rst | ack) == ack ip saddr . tcp sport . \
+         ip daddr . tcp dport @syn4 counter name cookie_acks tproxy ip to :8399 meta mark set \
+         0x5350 accept",
+    );
+    let cookie6 = pos("ip6 saddr . tcp sport . ip6 daddr . tcp dport @syn6 counter name cookie_acks tproxy ip6 to :8399");
+    assert!(transparent < cookie4 && cookie4 < cookie6 && cookie6 < syn_jump);
+    assert!(text.contains(
+        "set syn4 { type ipv4_addr . inet_service . ipv4_addr . inet_service; size 65536; \
+         flags dynamic,timeout; timeout 3s; }"
+    ));
     let ifs = pos("iifname { \"box-pep\", \"lo\" } return");
     let local = pos("fib daddr type local return");
     let bypass = pos("tcp dport @bypass_ports return");
     let paused = pos("meta l4proto != @enabled counter name overflow return");
     let capped4 = pos("ip saddr @capped4 counter name capped return");
     let capped6 = pos("ip6 saddr @capped6 counter name capped return");
-    let tproxy4 = pos("tproxy ip to :8399 meta mark set 0x5350 accept");
-    let tproxy6 = pos("tproxy ip6 to :8399 meta mark set 0x5350 accept");
+    // The SYN's tuple is remembered in the rule that intercepts it; with the set full, it
+    // passes unsplit (the rule after).
+    let tproxy4 = pos(
+        "meta nfproto ipv4 meta l4proto tcp update @syn4 { ip saddr . tcp sport . ip daddr . tcp \
+         dport } counter name intercepted tproxy ip to :8399 meta mark set 0x5350 accept\n    \
+         meta nfproto ipv4 counter name syn_set_full return\n",
+    );
+    let tproxy6 = pos(
+        "meta nfproto ipv6 meta l4proto tcp update @syn6 { ip6 saddr . tcp sport . ip6 daddr . \
+         tcp dport } counter name intercepted tproxy ip6 to :8399 meta mark set 0x5350 accept\n    \
+         meta nfproto ipv6 counter name syn_set_full return\n  }",
+    );
     assert!(ifs < local && local < bypass && bypass < paused && paused < tproxy4);
     assert!(paused < capped4 && capped4 < capped6 && capped6 < tproxy4);
     assert!(tproxy4 < tproxy6);
+    assert!(text.contains("  counter syn_set_full { }\n"));
     assert!(text.contains(
         "oifname \"box-pep\" tcp flags & (syn | rst) == syn tcp option maxseg size set rt mtu"
     ));

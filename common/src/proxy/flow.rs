@@ -1,6 +1,10 @@
 //! One split flow: connect toward the original destination, run both relay directions, sample
 //! TCP_INFO, execute resets and timeouts (and a reload's revocation), and leave the flow table
 //! when done. A flow runs with the plan it started with.
+//!
+//! Both sockets carry `SO_LINGER 0` while the flow lives (cleared at a clean end): if the
+//! daemon dies (kill -9, crash), the kernel closes them with a reset, so neither end host takes
+//! a cut stream for a complete one.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -13,7 +17,7 @@ use tracing::Instrument;
 
 use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo};
 
-use super::control::FlowControl;
+use super::control::{info, FlowControl};
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
 use super::reload::Revocation;
 use super::share::FlowShare;
@@ -60,12 +64,16 @@ async fn relay_flow(
     let reset_accepted = |s: &Socket| {
         let _ = s.set_linger(Some(Duration::ZERO));
     };
+    reset_accepted(&accepted);
     if let Err(e) = sockopt::apply(&accepted, plan.opts(Side::Accepted)) {
         tracing::warn!("accepted socket options: {e}");
     }
     let spoof = plan.transparent_connect.then_some(key.client);
     let connected = match sockopt::connect_start(key.server, spoof, plan.opts(Side::Connected)) {
-        Ok(s) => s,
+        Ok(s) => {
+            let _ = s.set_linger(Some(Duration::ZERO));
+            s
+        }
         Err(e) => {
             tracing::warn!("{e}");
             reset_accepted(&accepted);
@@ -110,6 +118,9 @@ async fn relay_flow(
         };
         relay.on(ev, Instant::now());
         return (relay.state(), 0, 0);
+    }
+    if let Err(e) = sockopt::set_liveness(connected.get_ref(), plan.opts(Side::Connected)) {
+        tracing::warn!("connected socket options: {e}");
     }
     relay.on(Event::Connected, Instant::now());
     let mut quick_ack = [false; 2];
@@ -189,6 +200,12 @@ async fn relay_flow(
     }
     if let Some(s) = &start {
         s.end(shared);
+    }
+    if io.with_relay(|r| r.state()) == FlowState::Closed {
+        // Both EOFs were forwarded: close normally (the FINs are out; no reset).
+        for s in [&io.accepted, &io.connected] {
+            let _ = s.get_ref().set_linger(None);
+        }
     }
     refresh(&io);
     io.with_relay(|r| (r.state(), r.bytes(Dir::Up), r.bytes(Dir::Down)))
@@ -312,6 +329,9 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
             _ = tick.tick() => {
                 let a = io.event(Event::Tick);
                 let _ = io.exec(&a);
+                if let Some(f) = dead_peer(plan, io) {
+                    fail(f);
+                }
                 refresh(io);
                 share.tick(shared, io, id);
                 if let Some(s) = start.as_deref_mut() {
@@ -334,6 +354,26 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
             },
         }
     }
+}
+
+/// The satellite segment's peer (the far PEP) has been silent for `DeadPeerTimeout` while
+/// the segment waits on it (`pep::liveness`): the flow is given up.
+fn dead_peer(plan: &crate::pep::Plan, io: &FlowIo) -> Option<Failure> {
+    let side = plan.satellite_side;
+    let l = plan.opts(side).liveness?;
+    let i = info(io.sock(side).get_ref())?;
+    l.is_dead(&i).then(|| {
+        tracing::info!(
+            "the far PEP has been silent for {:?} (unacked {}, probes {}): resetting the flow",
+            l.dead_after,
+            i.unacked,
+            i.probes
+        );
+        Failure {
+            side,
+            error: std::io::Error::new(std::io::ErrorKind::TimedOut, "far PEP silent"),
+        }
+    })
 }
 
 fn watch_error(

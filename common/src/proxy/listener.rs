@@ -1,6 +1,7 @@
 //! TPROXY accept loops: every accepted socket is a new split flow (getsockname = the original
 //! destination, getpeername = the originator), admitted to the flow table and run as a task.
 //! A reload's plan gives the listener its new socket options (inherited by accepted sockets).
+//! With no descriptor left, a pending connection is refused (reset), not left waiting.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use crate::pep::{FlowKey, FlowState, Side};
 
 use super::error::ProxyError;
 use super::state::Shared;
-use super::{flow, sockopt};
+use super::{flow, nofile, sockopt};
 
 /// Back-off after an accept error (e.g. out of file descriptors), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -26,6 +27,7 @@ pub fn to_tokio(s: Socket, addr: SocketAddr) -> Result<TcpListener, ProxyError> 
 /// Accepts until shutdown.
 pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     let mut shutdown = shared.shutdown_rx.clone();
+    let mut exhausted = false;
     let mut plans = shared.plan.subscribe();
     loop {
         let accepted = tokio::select! {
@@ -44,12 +46,21 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
         };
         let (stream, client) = match accepted {
             Ok(x) => x,
+            Err(e) if nofile::exhausted(&e) => {
+                if shared.spare.refuse(&listener).await {
+                    nofile::note_refused(&shared, &mut exhausted);
+                } else {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+                continue;
+            }
             Err(e) => {
                 tracing::warn!("accept: {e}");
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
                 continue;
             }
         };
+        nofile::note_recovered(&shared, &mut exhausted);
         let server = match stream.local_addr() {
             Ok(a) => a,
             Err(e) => {

@@ -10,6 +10,7 @@ pub mod error;
 mod flow;
 mod listener;
 pub mod netcfg;
+mod nofile;
 pub mod pump;
 mod reload;
 mod runner;
@@ -44,6 +45,16 @@ use netcfg::NetCfg;
 use state::Shared;
 use window::{ClampBackend, WindowBackend};
 use window_ebpf::EbpfBackend;
+
+/// Undoes what the PEP of a killed instance named `name` left in this namespace (its undo
+/// record), before the tunnel adds its rules: those take the priority below the lowest rule
+/// present, so with stale PEP rules still there they would land before the new PEP's rules and
+/// catch the packets it intercepts. Call once the control socket is bound (the name is ours).
+pub fn undo_stale(name: &str) {
+    drop(crate::io::undo_file::UndoFile::take_over(
+        &crate::pep::plan::table_name(name),
+    ));
+}
 
 /// What the daemon tells the PEP.
 #[derive(Debug, Clone)]
@@ -180,6 +191,7 @@ impl Pep {
         )));
         tasks.push(tokio::spawn(tasks::caps(shared.clone(), net.clone())));
         tasks.push(tokio::spawn(tasks::counters(shared.clone())));
+        tasks.push(tokio::spawn(nofile::budget_task(shared.clone())));
         tasks.push(tokio::spawn(start::routes_task(
             shared.clone(),
             net.clone(),

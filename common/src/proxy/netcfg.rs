@@ -1,13 +1,18 @@
 //! Kernel setup of the PEP: the nftables table, the fwmark policy rule and local route table,
 //! `initcwnd` on the satellite-side routes; all undone on teardown (and on drop).
 //!
-//! Start-up first removes what a previous instance that died may have left (same table name,
-//! same rule and table), so a crashed daemon never blocks the next start.
+//! Every change is recorded on disk before it is made (`io::undo_file`), and undone from that
+//! record at teardown. Start-up first replays what a previous instance that died left (its
+//! record: sysctls, `initcwnd` routes, rules, table; then the same table name, rule and route
+//! table in case the record is missing), so a killed daemon never blocks the next start nor
+//! leaves the next one to take its changes for the original state.
 
+use crate::io::undo_file::UndoFile;
 use crate::io::{cmd, IoError};
 use crate::pep::nft;
 use crate::pep::plan::{Plan, CONNECT_MARK, FWMARK, ROUTE_TABLE, RULE_PREF};
 use crate::pep::routes;
+use crate::undo::Change;
 
 use super::error::ProxyError;
 
@@ -94,39 +99,83 @@ fn icmp_rule_args(fam: &'static str, op: &'static str) -> Vec<String> {
     .collect()
 }
 
+/// `fwmark FWMARK iif lo goto RULE_PREF+1` (IPv4): the reverse-path check of a marked packet
+/// (a lookup from `lo` toward its source, with the packet's mark when `src_valid_mark` is on,
+/// as wg-quick sets it for a default route) skips our local-delivery rule and sees the routes
+/// an unmarked packet would. Without it that lookup finds `local default` and the kernel drops
+/// every intercepted SYN as a martian (nothing else the box sends is marked `FWMARK`).
+fn reverse_rule_args(op: &'static str) -> Vec<String> {
+    [
+        "-4",
+        "rule",
+        op,
+        "fwmark",
+        &format!("{FWMARK:#x}"),
+        "iif",
+        "lo",
+        "goto",
+        &(RULE_PREF + 1).to_string(),
+        "pref",
+        &(RULE_PREF - 2).to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// The `goto` target of [`reverse_rule_args`] (a rule that does nothing).
+fn nop_rule_args(op: &'static str) -> Vec<String> {
+    [
+        "-4",
+        "rule",
+        op,
+        "pref",
+        &(RULE_PREF + 1).to_string(),
+        "nop",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 /// Sysctls making ICMP errors carry the mark of the packet that caused them.
 const REFLECT: [&str; 2] = ["net.ipv4.fwmark_reflect", "net.ipv6.fwmark_reflect"];
 /// Lets a lowered receive window retract the right edge (per namespace, since 6.5).
 const SHRINK_WINDOW: &str = "net.ipv4.tcp_shrink_window";
-
-fn read_sysctl(key: &str) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/sys/{}", key.replace('.', "/")))
-        .ok()
-        .map(|s| s.trim().to_string())
-}
+/// SYN cookies when a listener's queue overflows (a SYN flood): new flows still complete their
+/// handshake with the PEP (their ACK is steered to it, `pep::nft`). On by default in every
+/// namespace; an operator's `0` is turned to `1` (and restored), `2` (always) is left.
+const SYNCOOKIES: &str = "net.ipv4.tcp_syncookies";
 
 fn ip(args: &[String]) -> Result<String, ProxyError> {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     Ok(cmd::ip(&a)?)
 }
 
-/// What was set up, in the order to undo it.
+/// What was set up, recorded on disk before each change (`io::undo_file`, owner: the table
+/// name) and undone from that record, newest first: at teardown, or at the next start after a
+/// kill -9.
 pub struct NetCfg {
     table: String,
-    undo_ip: Vec<Vec<String>>,
-    /// Per route changed for `initcwnd` (its key: `routes::route_key`), the line that puts it
-    /// back as it was before the first change.
-    restore_routes: Vec<(String, Vec<String>)>,
+    undo: UndoFile,
     /// Where the satellite-side routes are (`InitCwnd`, careful resume).
     satellite_devs: Vec<String>,
-    restore_sysctls: Vec<(&'static str, String)>,
-    nft_applied: bool,
 }
 
-/// Removes leftovers of a dead instance: the table, our rule (any number), our route table.
-pub fn remove_stale(table: &str) {
+/// Removes leftovers of a dead instance: its undo record (sysctls, routes, rules, table) and,
+/// for instances older than the record, the table, our rule (any number) and our route table.
+/// Returns the record of the new instance.
+pub fn remove_stale(table: &str) -> UndoFile {
+    let undo = UndoFile::take_over(table);
     if let Err(e) = nft_script("delete stale table", &nft::delete(table)) {
         tracing::debug!("{e}");
+    }
+    for args in [reverse_rule_args("del"), nop_rule_args("del")] {
+        for _ in 0..16 {
+            if ip(&args).is_err() {
+                break;
+            }
+        }
     }
     for fam in ["-4", "-6"] {
         for args in [rule_args(fam, "del"), icmp_rule_args(fam, "del")] {
@@ -139,6 +188,7 @@ pub fn remove_stale(table: &str) {
         let t = ROUTE_TABLE.to_string();
         let _ = cmd::ip(&[fam, "route", "flush", "table", &t]);
     }
+    undo
 }
 
 impl NetCfg {
@@ -146,16 +196,14 @@ impl NetCfg {
     /// `shrink_window`: the StarPEP socket clamp is in use, so `net.ipv4.tcp_shrink_window = 1`
     /// lets a lower clamp take effect on the next ACK (restored at teardown).
     pub fn apply(plan: &Plan, shrink_window: bool) -> Result<NetCfg, ProxyError> {
-        remove_stale(&plan.table);
         let mut n = NetCfg {
             table: plan.table.clone(),
-            undo_ip: Vec::new(),
-            restore_routes: Vec::new(),
+            undo: remove_stale(&plan.table),
             satellite_devs: plan.satellite_devs.clone(),
-            restore_sysctls: Vec::new(),
-            nft_applied: false,
         };
         let t = ROUTE_TABLE.to_string();
+        n.ip_undoable(&nop_rule_args("add"), nop_rule_args("del"))?;
+        n.ip_undoable(&reverse_rule_args("add"), reverse_rule_args("del"))?;
         for (fam, any) in [("-4", "0.0.0.0/0"), ("-6", "::/0")] {
             let has = match fam {
                 "-4" => !plan.dst4.is_empty(),
@@ -169,16 +217,13 @@ impl NetCfg {
             };
             // The rule and route are needed for replies to our transparent sockets too, so
             // they are added for both families; IPv6 may be disabled in the namespace.
-            let res = ip(&rule_args(fam, "add")).and_then(|_| {
-                n.undo_ip.push(rule_args(fam, "del"));
-                ip(&route("add"))?;
-                n.undo_ip.push(route("del"));
-                if plan.transparent_connect {
-                    ip(&icmp_rule_args(fam, "add"))?;
-                    n.undo_ip.push(icmp_rule_args(fam, "del"));
-                }
-                Ok(())
-            });
+            let res = n
+                .ip_undoable(&rule_args(fam, "add"), rule_args(fam, "del"))
+                .and_then(|_| n.ip_undoable(&route("add"), route("del")))
+                .and_then(|_| match plan.transparent_connect {
+                    true => n.ip_undoable(&icmp_rule_args(fam, "add"), icmp_rule_args(fam, "del")),
+                    false => Ok(()),
+                });
             match res {
                 Ok(()) => {}
                 Err(e) if fam == "-6" && !has => tracing::warn!("IPv6 policy routing: {e}"),
@@ -186,6 +231,12 @@ impl NetCfg {
             }
         }
         let mut ones: Vec<&'static str> = Vec::new();
+        if cmd::sysctl_get(SYNCOOKIES).as_deref() == Some("0") {
+            tracing::info!(
+                "{SYNCOOKIES} = 1: the TPROXY listeners answer a SYN flood with cookies"
+            );
+            ones.push(SYNCOOKIES);
+        }
         if plan.transparent_connect {
             ones.extend(REFLECT);
         }
@@ -193,16 +244,28 @@ impl NetCfg {
             ones.push(SHRINK_WINDOW);
         }
         for key in ones {
-            match read_sysctl(key) {
-                Some(old) if old != "1" => match cmd::sysctl(key, "1") {
-                    Ok(()) => n.restore_sysctls.push((key, old)),
-                    Err(e) => tracing::warn!("{e}"),
-                },
-                _ => {}
+            let Some(old) = cmd::sysctl_get(key).filter(|v| v != "1") else {
+                continue;
+            };
+            let c = Change::Sysctl {
+                key: key.to_string(),
+                old,
+            };
+            n.undo.note(c.clone());
+            if let Err(e) = cmd::sysctl(key, "1") {
+                tracing::warn!("{e}");
+                n.undo.forget(&c);
             }
         }
-        nft_script("apply ruleset", &nft::ruleset(plan))?;
-        n.nft_applied = true;
+        let c = Change::NftTable {
+            name: plan.table.clone(),
+        };
+        n.undo.note(c.clone());
+        if let Err(e) = nft_script("apply ruleset", &nft::ruleset(plan)) {
+            // The transaction failed as a whole: there is no table to delete.
+            n.undo.forget(&c);
+            return Err(e);
+        }
         if let Some(cwnd) = plan.init_cwnd {
             let n_routes = n.set_initcwnd(None, Some(cwnd));
             tracing::info!(
@@ -211,6 +274,13 @@ impl NetCfg {
             );
         }
         Ok(n)
+    }
+
+    /// `ip add` after recording the `ip del` that undoes it.
+    fn ip_undoable(&mut self, add: &[String], del: Vec<String>) -> Result<(), ProxyError> {
+        let c = Change::Ip { undo: del };
+        self.undo.note(c.clone());
+        ip(add).map(|_| ()).inspect_err(|_| self.undo.forget(&c))
     }
 
     /// Sets `initcwnd` on the satellite-side routes whose destination lies within one of
@@ -236,21 +306,25 @@ impl NetCfg {
                         continue;
                     };
                     let key = routes::route_key(&c);
-                    let known = self.restore_routes.iter().position(|(k, _)| *k == key);
+                    let known = self.undo.record().route(&key).map(<[String]>::to_vec);
+                    let record = Change::Route {
+                        key,
+                        restore: known.clone().unwrap_or(c.restore),
+                    };
                     let args = match (cwnd, known) {
-                        (Some(_), _) => c.apply.clone(),
-                        (None, Some(i)) => self.restore_routes[i].1.clone(),
+                        (Some(_), _) => c.apply,
+                        (None, Some(restore)) => restore,
                         (None, None) => continue,
                     };
+                    // Recorded before the first change: the original line survives a kill -9.
+                    if cwnd.is_some() {
+                        self.undo.note(record.clone());
+                    }
                     match ip(&args) {
                         Ok(_) => {
                             changed += 1;
-                            match (cwnd, known) {
-                                (Some(_), None) => self.restore_routes.push((key, c.restore)),
-                                (None, Some(i)) => {
-                                    self.restore_routes.remove(i);
-                                }
-                                _ => {}
+                            if cwnd.is_none() {
+                                self.undo.forget(&record);
                             }
                         }
                         Err(e) => tracing::warn!("initcwnd: {e}"),
@@ -279,29 +353,9 @@ impl NetCfg {
         }
     }
 
-    /// Undoes everything (idempotent); failures are logged.
+    /// Undoes everything from the record, newest first (idempotent); failures are logged.
     pub fn teardown(&mut self) {
-        while let Some((_, r)) = self.restore_routes.pop() {
-            if let Err(e) = ip(&r) {
-                tracing::debug!("restore route: {e}");
-            }
-        }
-        if self.nft_applied {
-            if let Err(e) = nft_script("delete table", &nft::delete(&self.table)) {
-                tracing::warn!("{e}");
-            }
-            self.nft_applied = false;
-        }
-        while let Some((key, old)) = self.restore_sysctls.pop() {
-            if let Err(e) = cmd::sysctl(key, &old) {
-                tracing::warn!("teardown: {e}");
-            }
-        }
-        while let Some(u) = self.undo_ip.pop() {
-            if let Err(e) = ip(&u) {
-                tracing::warn!("teardown: {e}");
-            }
-        }
+        self.undo.undo_all();
     }
 }
 

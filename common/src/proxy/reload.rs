@@ -40,7 +40,7 @@ impl PepMonitor {
         let new = Arc::new(p.0);
         let (change, caps, gone) = s.table(|t| {
             let c = t.set_limits(
-                new.max_flows,
+                super::nofile::flow_limit(new.max_flows, s.mode),
                 new.max_flows_per_host,
                 new.max_flows_per_peer,
                 new.tenants.clone(),

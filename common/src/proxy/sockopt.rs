@@ -1,5 +1,6 @@
 //! Socket setup of the PEP: transparent listeners, transparent connected sockets, and the
-//! per-segment TCP options (congestion control, forced buffers, NODELAY, QUICKACK, NOTSENT_LOWAT).
+//! per-segment TCP options (congestion control, forced buffers, NODELAY, QUICKACK, NOTSENT_LOWAT,
+//! the satellite segment's RTO cap, user timeout and keepalive).
 
 use std::io;
 use std::net::SocketAddr;
@@ -9,12 +10,16 @@ use nix::sys::socket::{setsockopt, sockopt};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::pep::plan::CONNECT_MARK;
-use crate::pep::SocketOpts;
+use crate::pep::{Liveness, SocketOpts};
 
 use super::error::ProxyError;
+use super::sys;
 
 /// Accept backlog of the TPROXY listeners (the kernel caps it at `somaxconn`).
 const BACKLOG: i32 = 4096;
+/// `TCP_KEEPCNT`: the kernel's largest; the user timeout, and before it the dead-peer check,
+/// decide when probing stops (`pep::liveness`).
+const KEEPALIVE_PROBES: u32 = 127;
 
 fn domain(a: &SocketAddr) -> Domain {
     if a.is_ipv4() {
@@ -34,6 +39,12 @@ fn set_transparent(s: &Socket, v4: bool) -> io::Result<()> {
 
 /// Applies `o` to a TCP socket. Errors name the option.
 pub fn apply(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
+    apply_but_liveness(s, o)?;
+    set_liveness(s, o)
+}
+
+/// [`apply`] but the liveness options ([`set_liveness`]).
+fn apply_but_liveness(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
     if let Some(cc) = o.congestion {
         s.set_tcp_congestion(cc.as_bytes())
             .map_err(|e| ProxyError::sys(format!("TCP_CONGESTION {cc}"), e))?;
@@ -50,6 +61,34 @@ pub fn apply(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
             .map_err(|e| ProxyError::sys(format!("TCP_NOTSENT_LOWAT {n}"), e))?;
     }
     Ok(())
+}
+
+/// The satellite segment's liveness options of `o`, if any. A connecting socket gets them once
+/// connected: its SYNs keep the kernel's backoff and give-up, as a direct attempt's would (with
+/// the RTO capped, the kernel gave up on a SYN after about 15 s: a flow started while the tunnel
+/// re-handshakes with a restarted POP, which takes 15 s, failed).
+pub fn set_liveness(s: &Socket, o: &SocketOpts) -> Result<(), ProxyError> {
+    match &o.liveness {
+        Some(l) => liveness(s, l),
+        None => Ok(()),
+    }
+}
+
+/// The satellite segment's RTO cap, user timeout and keepalive (`pep::liveness`). A kernel
+/// older than 6.15 has no `TCP_RTO_MAX_MS`: the segment then keeps the kernel's backoff.
+fn liveness(s: &Socket, l: &Liveness) -> Result<(), ProxyError> {
+    let ms = l.rto_max.as_millis().min(i32::MAX as u128) as i32;
+    if let Err(e) = sys::set_int(s.as_fd(), libc::IPPROTO_TCP, sys::TCP_RTO_MAX_MS, ms) {
+        tracing::debug!("TCP_RTO_MAX_MS {ms}: {e}");
+    }
+    s.set_tcp_user_timeout(Some(l.user_timeout))
+        .map_err(|e| ProxyError::sys(format!("TCP_USER_TIMEOUT {:?}", l.user_timeout), e))?;
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(l.keepalive)
+        .with_interval(l.keepalive)
+        .with_retries(KEEPALIVE_PROBES);
+    s.set_tcp_keepalive(&ka)
+        .map_err(|e| ProxyError::sys(format!("keepalive {:?}", l.keepalive), e))
 }
 
 /// Forces the socket's send and receive buffers (`SO_SNDBUFFORCE`/`SO_RCVBUFFORCE`: the
@@ -91,7 +130,8 @@ pub fn listener(addr: SocketAddr, opts: &SocketOpts) -> Result<Socket, ProxyErro
     Ok(s)
 }
 
-/// A nonblocking socket toward `server` with `opts`; with `spoof` it is IP_TRANSPARENT and bound
+/// A nonblocking socket toward `server` with `opts` (but the liveness ones: [`set_liveness`]
+/// once connected); with `spoof` it is IP_TRANSPARENT and bound
 /// to the originator's address (and port, when free). The connect is started, not finished.
 pub fn connect_start(
     server: SocketAddr,
@@ -101,7 +141,8 @@ pub fn connect_start(
     let what = |w: &str| format!("connect {server}: {w}");
     let s = Socket::new(domain(&server), Type::STREAM, Some(Protocol::TCP))
         .map_err(|e| ProxyError::sys(what("socket"), e))?;
-    apply(&s, opts).map_err(|e| ProxyError::sys(what("options"), io::Error::other(e)))?;
+    apply_but_liveness(&s, opts)
+        .map_err(|e| ProxyError::sys(what("options"), io::Error::other(e)))?;
     if let Some(client) = spoof {
         set_transparent(&s, server.is_ipv4())
             .map_err(|e| ProxyError::sys(what("IP_TRANSPARENT"), e))?;

@@ -17,6 +17,7 @@ use crate::pep::{
 
 use super::control::{Clock, ControlLog};
 use super::netcfg::NftCounters;
+use super::nofile::Spare;
 use super::pump::RelayMode;
 use super::start::SharedStarts;
 use super::window::WindowBackend;
@@ -39,6 +40,9 @@ pub struct Shared {
     pub overflow_syns: AtomicU64,
     pub intercepted_syns: AtomicU64,
     pub capped_syns: AtomicU64,
+    /// Flows reset at accept for want of a descriptor, and the descriptor kept to do it.
+    pub refused_flows: AtomicU64,
+    pub spare: Spare,
     /// A flow's splice pipe came out smaller than `FlowBuffer` (logged once).
     pub pipes_short: AtomicBool,
     /// StarPEP: the window back-end (with `Mode = starpep`), the controllers' clock and the
@@ -77,6 +81,8 @@ impl Shared {
             overflow_syns: AtomicU64::new(0),
             intercepted_syns: AtomicU64::new(0),
             capped_syns: AtomicU64::new(0),
+            refused_flows: AtomicU64::new(0),
+            spare: Spare::new(),
             pipes_short: AtomicBool::new(false),
             window: None,
             clock: Clock::new(),
@@ -107,6 +113,12 @@ impl Shared {
         self.intercept_change(adm.change);
         self.cap_changes(caps);
         adm
+    }
+
+    /// Sets the flow table's limit (`MaxFlows`, or fewer when the descriptors allow fewer).
+    pub fn set_flow_limit(&self, max: usize) {
+        let change = self.table(|t| t.set_max(max));
+        self.intercept_change(change);
     }
 
     /// Removes a finished flow; passes the table's decisions (resume, uncap) on.
@@ -189,6 +201,7 @@ impl Shared {
             overflow_syns: self.overflow_syns.load(Relaxed),
             intercepted_syns: self.intercepted_syns.load(Relaxed),
             capped_syns: self.capped_syns.load(Relaxed),
+            refused_flows: self.refused_flows.load(Relaxed),
         };
         let now = Instant::now();
         self.table(|t| PepMetrics::snapshot(&h, t, now))

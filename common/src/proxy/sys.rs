@@ -91,6 +91,9 @@ pub fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, opt: libc::c_int) -> io::
     Ok(v)
 }
 
+/// `TCP_RTO_MAX_MS` (Linux 6.15): the largest retransmission timeout, 1000..120000 ms.
+pub const TCP_RTO_MAX_MS: libc::c_int = 44;
+
 /// `setsockopt` of one `int` option.
 pub fn set_int(fd: BorrowedFd<'_>, level: libc::c_int, opt: libc::c_int, v: i32) -> io::Result<()> {
     // SAFETY: the kernel reads `size_of::<c_int>()` bytes from a live local; the fd is borrowed.

@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use crate::pep::nft::{CounterActivity, CounterPoll};
 use crate::pep::CapSync;
 
+use super::error::ProxyError;
 use super::netcfg::{self, NetCfg};
 use super::state::Shared;
 use super::until_shutdown;
@@ -18,36 +19,52 @@ const COUNTER_POLL: Duration = Duration::from_secs(1);
 /// How soon a cap step nft refused is tried again.
 const CAP_RETRY: Duration = Duration::from_secs(1);
 
-/// Applies pause/resume decisions in order (latest wins).
+/// Applies pause/resume decisions (latest wins; one nft refused, with no descriptor left for
+/// instance, is logged once and retried every [`CAP_RETRY`]).
 pub async fn intercept(
     shared: Arc<Shared>,
     net: Arc<Mutex<NetCfg>>,
     mut rx: watch::Receiver<bool>,
 ) {
     let mut shutdown = shared.shutdown_rx.clone();
-    let mut applied = true;
+    let (mut want, mut applied, mut failing) = (true, true, false);
     loop {
         tokio::select! {
             r = rx.changed() => {
                 if r.is_err() {
                     return;
                 }
-                let on = *rx.borrow_and_update();
-                if on != applied {
-                    let n = net.clone();
-                    let res = tokio::task::spawn_blocking(move || {
-                        n.lock().unwrap_or_else(|e| e.into_inner()).set_intercepting(on)
-                    })
-                    .await;
-                    match res {
-                        Ok(Ok(())) => applied = on,
-                        Ok(Err(e)) => tracing::error!("{e}"),
-                        Err(e) => tracing::error!("nft task: {e}"),
-                    }
-                    shared.table(|t| t.set_intercepting(applied));
-                }
+                want = *rx.borrow_and_update();
             }
+            _ = tokio::time::sleep(CAP_RETRY), if want != applied => {}
             _ = until_shutdown(&mut shutdown) => return,
+        }
+        if want == applied {
+            continue;
+        }
+        let n = net.clone();
+        let res = tokio::task::spawn_blocking(move || {
+            n.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .set_intercepting(want)
+        })
+        .await
+        .unwrap_or_else(|e| Err(ProxyError::sys("nft task", std::io::Error::other(e))));
+        match res {
+            Ok(()) => {
+                if std::mem::take(&mut failing) {
+                    tracing::info!(
+                        "interception {} now",
+                        if want { "resumed" } else { "paused" }
+                    );
+                }
+                applied = want;
+            }
+            Err(e) if !failing => {
+                tracing::error!("{e} (retrying every {CAP_RETRY:?})");
+                failing = true;
+            }
+            Err(_) => {}
         }
     }
 }

@@ -53,8 +53,26 @@ pub fn add(ns: &str) -> Result<(), TopoError> {
     ip(&["netns", "add", ns])
 }
 
-/// Kills every process inside `ns` (SIGKILL), then deletes the namespace. Never fails loudly:
-/// cleanup must go on for the other namespaces; returns whether the namespace is gone.
+/// Removes the daemons' undo records of namespace `ns` (`/run/starpep/<owner>.<netns inode>.json`):
+/// the processes killed with the namespace leave theirs, and nothing will replay them.
+fn remove_undo_records(ns: &str) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ino) = std::fs::metadata(std::path::Path::new("/run/netns").join(ns)).map(|m| m.ino())
+    else {
+        return;
+    };
+    let suffix = format!(".{ino}.json");
+    let dir = std::path::Path::new("/run/starpep");
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().ends_with(&suffix) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Kills every process inside `ns` (SIGKILL), then deletes the namespace and the daemons' undo
+/// records of it. Never fails loudly: cleanup must go on for the other namespaces; returns
+/// whether the namespace is gone.
 pub fn delete(ns: &str) -> bool {
     if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
         for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
@@ -66,6 +84,7 @@ pub fn delete(ns: &str) -> bool {
             }
         }
     }
+    remove_undo_records(ns);
     for _ in 0..50 {
         let ok = Command::new("ip")
             .args(["netns", "del", ns])
