@@ -44,13 +44,14 @@ pub use starpep::{ProbeWindow, Reconfig, Starpep, WindowControl};
 /// Reads and parses a file; errors name the path as given. A read failure is one error (line 0, `-`).
 pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| {
+    // The text holds the private key in base64: wiped when parsed.
+    let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|source| {
         let kind = ErrorKind::Io {
             path: path.to_path_buf(),
             source,
         };
         ConfigError::new(&name, 0, "-", kind)
-    })?;
+    })?);
     parse(&name, &text)
 }
 

@@ -78,7 +78,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
     let control = ControlServer::bind(&plan.iface)?;
     let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
-    let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
+    let engine = Arc::new(Engine::new(*plan.private_key, plan.peers.clone())?);
     let info = InterfaceInfo {
         interface: plan.iface.clone(),
         listen_port: udp.port(),
@@ -193,7 +193,7 @@ fn run_without_tunnel(
     let control = ControlServer::bind(&plan.iface)?;
     let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
     // The engine only describes the interface and its peers for `show` (no handshakes here).
-    let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
+    let engine = Arc::new(Engine::new(*plan.private_key, plan.peers.clone())?);
     let runner = pep::start(role, plan, false, engine.slot_allowed_ips())?
         .expect("checked by without_tunnel");
     tracing::info!(iface = %plan.iface, "{} PEP up without tunnel", role.name());
