@@ -53,7 +53,8 @@ fn one_pop_serves_a_hundred_boxes_with_a_thousand_split_flows() {
     raise_nofile();
     let mut fleet = Fleet::up(&FleetSpec {
         boxes: BOXES,
-        pop_pep: vec![format!("MaxFlows = {FLOWS}")],
+        pop_pep: Some(vec![format!("MaxFlows = {FLOWS}")]),
+        pop_workers: None,
     })
     .expect("POP up");
     let pop = fleet.pop_pid().unwrap();

@@ -1,5 +1,11 @@
-//! The two data-path threads: TUN → encrypt → UDP (batched, GSO trains) and UDP → decrypt → TUN
-//! (recvmmsg, GRO trains). Each direction runs on its own thread; they share the engine.
+//! The data-path workers: TUN → encrypt → UDP (batched, GSO trains) and UDP → decrypt → TUN
+//! (recvmmsg, GRO trains). Worker `k` owns TUN queue `k` and UDP socket `k` and runs one thread
+//! per direction; all share the engine (each peer behind its own mutex). Threading model and
+//! figures: docs/datapath.md.
+//!
+//! A peer's datagrams reach the worker of its slot (`slot % workers`, the UDP group's steering
+//! program), which decrypts them in order and writes them on its own TUN queue; the kernel then
+//! hands the replies of those flows to the same queue, so the same worker encrypts them.
 
 use std::io::{ErrorKind, IoSlice};
 use std::net::SocketAddr;
@@ -9,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::io::udp::{OutMsg, RecvBatch};
-use crate::io::{Tun, Udp};
+use crate::io::{Tun, Udp, UdpGroup};
 use crate::tunnel::{Engine, Inbound, Outbound, DATA_OVERHEAD, MIN_DST};
 
 /// Packets read from the TUN per batch (one sendmmsg).
@@ -18,6 +24,10 @@ const TX_BATCH: usize = 64;
 const RX_BATCH: usize = 32;
 /// Largest UDP payload a GRO train or a GSO send may carry.
 const MAX_TRAIN: usize = 65507;
+/// Sets the number of workers (default: the cores this process may run on).
+pub const WORKERS_ENV: &str = "STARPEP_WORKERS";
+/// The kernel's limit of queues per TUN.
+const MAX_WORKERS: usize = 256;
 
 /// Counters of the I/O loops (the engine counts protocol events).
 #[derive(Debug, Default)]
@@ -28,46 +38,68 @@ pub struct IoCounters {
     pub udp_recv_errors: AtomicU64,
 }
 
-/// What both loops share.
+/// What every worker shares.
+#[derive(Clone)]
 pub struct Shared {
     pub engine: Arc<Engine>,
-    pub tun: Arc<Tun>,
-    pub udp: Arc<Udp>,
+    /// One queue per worker.
+    pub tun: Arc<Vec<Tun>>,
+    pub udp: Arc<UdpGroup>,
     pub stop: Arc<AtomicBool>,
     pub counters: Arc<IoCounters>,
     pub mtu: usize,
 }
 
-impl Clone for Shared {
-    fn clone(&self) -> Self {
-        Shared {
-            engine: self.engine.clone(),
-            tun: self.tun.clone(),
-            udp: self.udp.clone(),
-            stop: self.stop.clone(),
-            counters: self.counters.clone(),
-            mtu: self.mtu,
-        }
+/// How many workers: [`WORKERS_ENV`] if set, else the cores available (with the reason when
+/// the variable is set but unusable).
+pub fn workers() -> (usize, Option<String>) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match workers_from(std::env::var(WORKERS_ENV).ok().as_deref(), cores) {
+        Ok(n) => (n, None),
+        Err(e) => (cores.min(MAX_WORKERS), Some(e)),
     }
 }
 
-/// Starts both threads; they return once `stop` is set (within ~200 ms).
-pub fn spawn(shared: &Shared) -> std::io::Result<Vec<JoinHandle<()>>> {
-    let tx = shared.clone();
-    let rx = shared.clone();
-    Ok(vec![
-        std::thread::Builder::new()
-            .name("tun-to-udp".into())
-            .spawn(move || tx_loop(&tx))?,
-        std::thread::Builder::new()
-            .name("udp-to-tun".into())
-            .spawn(move || rx_loop(&rx))?,
-    ])
+fn workers_from(env: Option<&str>, cores: usize) -> Result<usize, String> {
+    match env.map(str::trim) {
+        None | Some("") => Ok(cores.clamp(1, MAX_WORKERS)),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=MAX_WORKERS).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{WORKERS_ENV}={v:?}: not a number of workers (1..={MAX_WORKERS}); using {cores}"
+            )),
+        },
+    }
 }
 
-/// TUN → engine → UDP. Reads until the TUN queue is empty or the batch full, then sends the
-/// batch with one sendmmsg; runs of equal-size datagrams to one endpoint go as one GSO train.
-fn tx_loop(s: &Shared) {
+/// Starts every worker's threads (one per TUN queue sending, one per UDP socket receiving);
+/// they return once `stop` is set (within ~200 ms).
+pub fn spawn(shared: &Shared) -> std::io::Result<Vec<JoinHandle<()>>> {
+    let mut threads = Vec::new();
+    for k in 0..shared.tun.len() {
+        let s = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("tun-to-udp-{k}"))
+                .spawn(move || tx_loop(&s, k))?,
+        );
+    }
+    for k in 0..shared.udp.len() {
+        let s = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("udp-to-tun-{k}"))
+                .spawn(move || rx_loop(&s, k))?,
+        );
+    }
+    Ok(threads)
+}
+
+/// Worker `k`'s TUN queue → engine → UDP. Reads until the queue is empty or the batch full,
+/// then sends the batch with one sendmmsg; runs of equal-size datagrams to one endpoint go as
+/// one GSO train.
+fn tx_loop(s: &Shared, k: usize) {
+    let (tun, udp) = (&s.tun[k], s.udp.socket(k));
     let slot = (s.mtu + DATA_OVERHEAD + 16).max(MIN_DST);
     // Never more than a slot can encrypt (a TUN read is cut to the buffer).
     let mut input = vec![0u8; slot - DATA_OVERHEAD];
@@ -75,11 +107,11 @@ fn tx_loop(s: &Shared) {
     let mut lens = [0usize; TX_BATCH];
     let mut dests: [Option<SocketAddr>; TX_BATCH] = [None; TX_BATCH];
     let mut msgs: Vec<OutMsg> = Vec::with_capacity(TX_BATCH);
-    let mut batch = s.udp.send_batch(TX_BATCH);
+    let mut batch = udp.send_batch(TX_BATCH);
     loop {
         let mut n = 0;
         while n < TX_BATCH {
-            match s.tun.read(&mut input) {
+            match tun.read(&mut input) {
                 Ok(len) => {
                     let base = out[n].as_ptr() as usize;
                     if let Outbound::Send { to, datagram } =
@@ -104,8 +136,8 @@ fn tx_loop(s: &Shared) {
         }
         if n > 0 {
             let segs: Vec<IoSlice> = (0..n).map(|i| IoSlice::new(&out[i][..lens[i]])).collect();
-            group(&dests[..n], &lens[..n], s.udp.gso_enabled(), &mut msgs);
-            let (_, dropped) = s.udp.send_all(&mut batch, &segs, &mut msgs);
+            group(&dests[..n], &lens[..n], udp.gso_enabled(), &mut msgs);
+            let (_, dropped) = udp.send_all(&mut batch, &segs, &mut msgs);
             if dropped > 0 {
                 s.counters
                     .udp_send_dropped
@@ -116,7 +148,7 @@ fn tx_loop(s: &Shared) {
         if s.stop.load(Relaxed) {
             return;
         }
-        if let Err(e) = s.tun.wait_readable(Duration::from_millis(200)) {
+        if let Err(e) = tun.wait_readable(Duration::from_millis(200)) {
             tracing::warn!("TUN poll: {e}");
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -152,9 +184,10 @@ fn group(dests: &[Option<SocketAddr>], lens: &[usize], gso: bool, msgs: &mut Vec
     }
 }
 
-/// UDP → engine → TUN.
-fn rx_loop(s: &Shared) {
-    let buf_len = if s.udp.gro_enabled() {
+/// Worker `k`'s UDP socket → engine → its TUN queue.
+fn rx_loop(s: &Shared, k: usize) {
+    let (udp, tun) = (s.udp.socket(k), &s.tun[k % s.tun.len()]);
+    let buf_len = if udp.gro_enabled() {
         MAX_TRAIN + 1
     } else {
         s.mtu + DATA_OVERHEAD + 64
@@ -163,7 +196,7 @@ fn rx_loop(s: &Shared) {
     let mut dst = vec![0u8; buf_len.max(MIN_DST)];
     let mut batch = RecvBatch::new(RX_BATCH);
     while !s.stop.load(Relaxed) {
-        let n = match s.udp.recv(&mut batch, &mut bufs) {
+        let n = match udp.recv(&mut batch, &mut bufs) {
             Ok(n) => n,
             Err(e)
                 if matches!(
@@ -188,16 +221,16 @@ fn rx_loop(s: &Shared) {
             }
             let seg = batch.gro_segment(i).unwrap_or(data.len());
             for d in data.chunks(seg) {
-                handle_datagram(s, from, d, &mut dst);
+                handle_datagram(s, udp, tun, from, d, &mut dst);
             }
         }
     }
 }
 
-fn handle_datagram(s: &Shared, from: SocketAddr, d: &[u8], dst: &mut [u8]) {
+fn handle_datagram(s: &Shared, udp: &Udp, tun: &Tun, from: SocketAddr, d: &[u8], dst: &mut [u8]) {
     match s.engine.decapsulate(from, d, dst) {
         Inbound::Tunnel(p) => {
-            if let Err(e) = s.tun.write(p) {
+            if let Err(e) = tun.write(p) {
                 s.counters.tun_write_errors.fetch_add(1, Relaxed);
                 tracing::debug!("TUN write: {e}");
             }
@@ -207,10 +240,10 @@ fn handle_datagram(s: &Shared, from: SocketAddr, d: &[u8], dst: &mut [u8]) {
             datagram,
             flush,
         } => {
-            send_one(s, datagram, to);
+            send_one(s, udp, datagram, to);
             if let Some(peer) = flush {
                 while let Some((to, d)) = s.engine.flush(peer, dst) {
-                    send_one(s, d, to);
+                    send_one(s, udp, d, to);
                 }
             }
         }
@@ -219,8 +252,8 @@ fn handle_datagram(s: &Shared, from: SocketAddr, d: &[u8], dst: &mut [u8]) {
 }
 
 /// Sends one control datagram (handshake, cookie, keepalive, flushed packet).
-pub fn send_one(s: &Shared, d: &[u8], to: SocketAddr) {
-    if let Err(e) = s.udp.send_to(d, to) {
+pub fn send_one(s: &Shared, udp: &Udp, d: &[u8], to: SocketAddr) {
+    if let Err(e) = udp.send_to(d, to) {
         s.counters.udp_send_dropped.fetch_add(1, Relaxed);
         tracing::debug!(%to, "UDP send: {e}");
     }
@@ -232,6 +265,18 @@ mod tests {
 
     fn a(s: &str) -> Option<SocketAddr> {
         Some(s.parse().unwrap())
+    }
+
+    #[test]
+    fn workers_default_to_the_cores_and_the_variable_overrides() {
+        assert_eq!(workers_from(None, 8), Ok(8));
+        assert_eq!(workers_from(Some(""), 2), Ok(2));
+        assert_eq!(workers_from(Some(" 3 "), 2), Ok(3));
+        assert_eq!(workers_from(None, 1000), Ok(MAX_WORKERS));
+        for bad in ["0", "-1", "x", "257"] {
+            let e = workers_from(Some(bad), 2).unwrap_err();
+            assert!(e.contains(WORKERS_ENV) && e.contains("using 2"), "{e}");
+        }
     }
 
     #[test]

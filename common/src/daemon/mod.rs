@@ -1,9 +1,9 @@
 //! Daemon wiring shared by the client box and the POP: config → I/O → event loops, control socket.
 //!
 //! Both binaries are `Cli::parse_for(role)` + `dispatch`: the client has exactly one peer (its
-//! POP, with an Endpoint), the POP any number. Threads: `tun-to-udp` and `udp-to-tun` (the data
-//! path, [`datapath`]), `control` (the `show` socket, [`control`]), the PEP's runtime ([`pep`])
-//! and the main thread (timers, signals).
+//! POP, with an Endpoint), the POP any number. Threads: `tun-to-udp-K` and `udp-to-tun-K` (the
+//! data path's workers, one per core, [`datapath`]), `control` (the `show` socket,
+//! [`control`]), the PEP's runtime ([`pep`]) and the main thread (timers, signals).
 
 pub mod change;
 pub mod cli;

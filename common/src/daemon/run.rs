@@ -19,7 +19,7 @@ use std::time::Duration;
 use crate::config;
 use crate::io::control::ControlServer;
 use crate::io::http::MetricsServer;
-use crate::io::{cmd, netconf, IoError, Tun, Udp};
+use crate::io::{cmd, netconf, IoError, Tun, UdpGroup};
 use crate::proxy::PepRunner;
 use crate::tunnel::{Engine, InterfaceInfo, MIN_DST};
 
@@ -75,7 +75,11 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     if pep::without_tunnel(&plan) {
         return run_without_tunnel(role, path, &plan, &stop, &hup);
     }
-    let udp = Arc::new(Udp::bind(plan.listen_port, plan.socket_mark)?);
+    let (workers, bad_env) = datapath::workers();
+    if let Some(e) = bad_env {
+        tracing::warn!("{e}");
+    }
+    let udp = Arc::new(UdpGroup::bind(plan.listen_port, plan.socket_mark, workers)?);
     let control = ControlServer::bind(&plan.iface)?;
     let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
     let engine = Arc::new(Engine::new(*plan.private_key, plan.peers.clone())?);
@@ -88,7 +92,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     for h in &plan.hooks.pre_up {
         cmd::hook(h, &plan.iface).map_err(|e| DaemonError::Hook("PreUp", e))?;
     }
-    let tun = Arc::new(Tun::create(&plan.iface)?);
+    let tun = Arc::new(Tun::create(&plan.iface, workers)?);
     // From here on, dropping `tun` removes the link and its routes, dropping `applied` the rules.
     let applied = netconf::apply(&plan.net)?;
     for h in &plan.hooks.post_up {
@@ -99,6 +103,8 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
         port = udp.port(),
         peers = plan.peers.len(),
         gro = udp.gro_enabled(),
+        workers,
+        udp_sockets = udp.len(),
         "{} up",
         role.name()
     );
@@ -171,7 +177,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
         .unwrap_or_else(|e| e.into_inner())
         .take_net();
     drop(shared);
-    drop(tun); // last reference: the link and its routes disappear
+    drop(tun); // last reference to its queues: the link and its routes disappear
     drop(applied); // policy rules
     for h in &plan.hooks.post_down {
         if let Err(e) = cmd::hook(h, &plan.iface) {
@@ -241,7 +247,7 @@ fn timer_loop(s: &Shared, hup: &AtomicBool, reloader: &SharedReloader) {
         s.engine.reset_rate_limiter();
         for i in 0..s.engine.slots() {
             if let Some((to, d)) = s.engine.tick(i, &mut buf) {
-                datapath::send_one(s, d, to);
+                datapath::send_one(s, s.udp.socket(0), d, to);
             }
         }
         std::thread::sleep(TICK);

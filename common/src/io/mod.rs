@@ -11,9 +11,11 @@ pub mod stdio;
 pub mod sys;
 pub mod tun;
 pub mod udp;
+pub mod udp_group;
 
 pub use tun::Tun;
 pub use udp::Udp;
+pub use udp_group::UdpGroup;
 
 /// Errors of the I/O layer; each says what was being done.
 #[derive(Debug, thiserror::Error)]

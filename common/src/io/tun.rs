@@ -1,4 +1,5 @@
-//! The TUN device: inner IP packets in and out of the kernel (one packet per read/write).
+//! The TUN device: inner IP packets in and out of the kernel (one packet per read/write), one
+//! queue per data-path worker.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -8,25 +9,53 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::{sys, IoError};
 
-/// An open TUN interface (`IFF_TUN | IFF_NO_PI`). The interface exists as long as this is open:
-/// dropping it removes the link and every route through it.
+/// One queue of a TUN interface (`IFF_TUN | IFF_NO_PI`, and `IFF_MULTI_QUEUE` when it has more
+/// than one). The interface exists as long as one of its queues is open: dropping the last
+/// removes the link and every route through it.
 pub struct Tun {
     fd: OwnedFd,
     name: String,
 }
 
 impl Tun {
-    /// Creates interface `name` (nonblocking reads; writes never block on a TUN).
-    pub fn create(name: &str) -> Result<Tun, IoError> {
+    /// Creates interface `name` with `queues` queues (nonblocking reads; writes never block on a
+    /// TUN); fails if an interface of that name exists (`IFF_TUN_EXCL`). With several queues
+    /// the kernel hands each outgoing flow to one queue, by flow hash, or to the queue the
+    /// flow's last incoming packet was written on (its flow table, entries kept 3 s).
+    pub fn create(name: &str, queues: usize) -> Result<Vec<Tun>, IoError> {
         let what = || format!("create TUN {name}");
-        let (fd, name) = sys::tun_open(name, libc::IFF_TUN | libc::IFF_NO_PI)
-            .map_err(|e| IoError::sys(what(), e))?;
-        let flags = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL)
-            .map_err(|e| IoError::sys(what(), e.into()))?;
-        let flags = nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK;
-        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(flags))
-            .map_err(|e| IoError::sys(what(), e.into()))?;
-        Ok(Tun { fd, name })
+        let mut flags = libc::IFF_TUN | libc::IFF_NO_PI;
+        if queues > 1 {
+            flags |= libc::IFF_MULTI_QUEUE;
+        }
+        let mut out: Vec<Tun> = Vec::with_capacity(queues.max(1));
+        for q in 0..queues.max(1) {
+            // The first queue creates the interface, the others attach to it.
+            let (want, excl) = match out.first() {
+                Some(t) => (t.name.clone(), 0),
+                None => (name.to_string(), libc::IFF_TUN_EXCL),
+            };
+            let (fd, name) = sys::tun_open(&want, flags | excl).map_err(|e| {
+                let e = if e.raw_os_error() == Some(libc::EBUSY) && q == 0 {
+                    io::Error::new(e.kind(), "an interface of that name exists")
+                } else {
+                    e
+                };
+                let w = if q == 0 {
+                    what()
+                } else {
+                    format!("{} (queue {q})", what())
+                };
+                IoError::sys(w, e)
+            })?;
+            let fl = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL)
+                .map_err(|e| IoError::sys(what(), e.into()))?;
+            let fl = nix::fcntl::OFlag::from_bits_retain(fl) | nix::fcntl::OFlag::O_NONBLOCK;
+            nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(fl))
+                .map_err(|e| IoError::sys(what(), e.into()))?;
+            out.push(Tun { fd, name });
+        }
+        Ok(out)
     }
 
     pub fn name(&self) -> &str {

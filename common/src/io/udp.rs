@@ -30,11 +30,27 @@ impl Udp {
     /// Binds `[::]:port` dual-stack (IPv4 peers arrive v4-mapped); falls back to `0.0.0.0:port`
     /// when the namespace has no IPv6. Port 0 picks a free port. `fwmark` sets SO_MARK.
     pub fn bind(port: u16, fwmark: Option<u32>) -> Result<Udp, IoError> {
-        let (sock, v6) = match Self::socket(Domain::IPV6, port) {
-            Ok(s) => (s, true),
-            Err(e6) => match Self::socket(Domain::IPV4, port) {
-                Ok(s) => (s, false),
-                Err(_) => return Err(e6),
+        Self::open(port, fwmark, None, false)
+    }
+
+    /// [`Udp::bind`] with a family (`Some(true)`: IPv6 dual-stack only, `Some(false)`: IPv4
+    /// only, `None`: IPv6 else IPv4) and optionally SO_REUSEPORT (a member of a worker group,
+    /// [`super::udp_group`]).
+    pub(super) fn open(
+        port: u16,
+        fwmark: Option<u32>,
+        v6: Option<bool>,
+        reuseport: bool,
+    ) -> Result<Udp, IoError> {
+        let (sock, v6) = match v6 {
+            Some(true) => (Self::socket(Domain::IPV6, port, reuseport)?, true),
+            Some(false) => (Self::socket(Domain::IPV4, port, reuseport)?, false),
+            None => match Self::socket(Domain::IPV6, port, reuseport) {
+                Ok(s) => (s, true),
+                Err(e6) => match Self::socket(Domain::IPV4, port, reuseport) {
+                    Ok(s) => (s, false),
+                    Err(_) => return Err(e6),
+                },
             },
         };
         let what = |w: &str| format!("udp port {port}: {w}");
@@ -63,7 +79,7 @@ impl Udp {
         })
     }
 
-    fn socket(domain: Domain, port: u16) -> Result<Socket, IoError> {
+    fn socket(domain: Domain, port: u16, reuseport: bool) -> Result<Socket, IoError> {
         let addr: SocketAddr = if domain == Domain::IPV6 {
             (Ipv6Addr::UNSPECIFIED, port).into()
         } else {
@@ -75,6 +91,10 @@ impl Udp {
         if domain == Domain::IPV6 {
             s.set_only_v6(false)
                 .map_err(|e| IoError::sys(what("IPV6_V6ONLY"), e))?;
+        }
+        if reuseport {
+            s.set_reuse_port(true)
+                .map_err(|e| IoError::sys(what("SO_REUSEPORT"), e))?;
         }
         s.bind(&addr.into())
             .map_err(|e| IoError::sys(what("bind"), e))?;

@@ -1,6 +1,6 @@
-//! Many boxes behind one POP (the shell of `starpep-bench pop-scale` and of
+//! Many boxes behind one POP (the shell of `starpep-bench pop-scale` and `tunnel-peers` and of
 //! `tests/netns_ops_scale.rs`): a key pair per box, the POP's config with one `[Peer]` per box
-//! and a `[PEP]`, plain WireGuard boxes (`starpep-client` without `[PEP]`, each in its own
+//! and a `[PEP]` (or none: a plain WireGuard POP), plain WireGuard boxes (`starpep-client` without `[PEP]`, each in its own
 //! namespace of [`Star`]), all started at once, and the handshake storm timed at the POP.
 //!
 //! The boxes carry no PEP of their own: the POP's PEP is what is measured, and 100 box PEPs
@@ -28,15 +28,18 @@ pub const POP_IFACE: &str = "pop0";
 const POLL: Duration = Duration::from_millis(50);
 
 /// What to build.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct FleetSpec {
     pub boxes: usize,
-    /// `[PEP]` lines of the POP (`KEY = VALUE`); empty: the defaults.
-    pub pop_pep: Vec<String>,
+    /// `[PEP]` lines of the POP (`KEY = VALUE`; empty: the defaults); `None`: no `[PEP]`, the
+    /// POP is a plain WireGuard endpoint.
+    pub pop_pep: Option<Vec<String>>,
+    /// The POP's data-path workers (`STARPEP_WORKERS`); `None`: its default, one per core.
+    pub pop_workers: Option<usize>,
 }
 
-/// The POP's config: its key, one peer per box (its tunnel address), the `[PEP]` lines.
-pub fn pop_config(key: &PrivateKey, boxes: &[PrivateKey], pep: &[String]) -> String {
+/// The POP's config: its key, one peer per box (its tunnel address), the `[PEP]` lines if any.
+pub fn pop_config(key: &PrivateKey, boxes: &[PrivateKey], pep: Option<&[String]>) -> String {
     let mut s = format!(
         "[Interface]\nPrivateKey = {key}\nAddress = {}/16\nListenPort = {PORT}\n",
         star::POP_TUNNEL
@@ -48,10 +51,12 @@ pub fn pop_config(key: &PrivateKey, boxes: &[PrivateKey], pep: &[String]) -> Str
             Star::box_tunnel(i)
         ));
     }
-    s.push_str("\n[PEP]\n");
-    for l in pep {
-        s.push_str(l);
-        s.push('\n');
+    if let Some(pep) = pep {
+        s.push_str("\n[PEP]\n");
+        for l in pep {
+            s.push_str(l);
+            s.push('\n');
+        }
     }
     s
 }
@@ -156,23 +161,25 @@ impl Fleet {
         let keys: Vec<PrivateKey> = (0..spec.boxes).map(|_| PrivateKey::generate()).collect();
         let dir = star.topo.tmpdir().to_path_buf();
         let conf = dir.join(format!("{POP_IFACE}.conf"));
-        write_private(&conf, &pop_config(&pop_key, &keys, &spec.pop_pep))?;
-        let mut pop = star.topo.spawn(
-            Node::Pop,
-            POP_IFACE,
-            &[
-                pop_bin.as_os_str(),
-                "run".as_ref(),
-                "-c".as_ref(),
-                conf.as_os_str(),
-            ],
-        )?;
+        write_private(&conf, &pop_config(&pop_key, &keys, spec.pop_pep.as_deref()))?;
+        let mut cmd: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(n) = spec.pop_workers {
+            cmd.extend(["env".into(), format!("STARPEP_WORKERS={n}").into()]);
+        }
+        cmd.extend([
+            pop_bin.clone().into(),
+            "run".into(),
+            "-c".into(),
+            conf.clone().into(),
+        ]);
+        let mut pop = star.topo.spawn(Node::Pop, POP_IFACE, &cmd)?;
+        let pep = spec.pop_pep.is_some();
         let end = Instant::now() + Duration::from_secs(30);
         let fleet = loop {
             if let Some(st) = pop.try_status() {
                 anyhow::bail!("starpep-pop exited ({st}):\n{}", pop.log());
             }
-            if Fleet::show_of(&star, &pop_bin).is_ok_and(|v| v["pep"].is_object()) {
+            if Fleet::show_of(&star, &pop_bin).is_ok_and(|v| !pep || v["pep"].is_object()) {
                 break Fleet {
                     star,
                     pop,
@@ -353,7 +360,7 @@ mod tests {
     fn configs_give_each_box_its_own_peer_address_and_key() {
         let pop = PrivateKey::generate();
         let boxes: Vec<PrivateKey> = (0..3).map(|_| PrivateKey::generate()).collect();
-        let text = pop_config(&pop, &boxes, &["MaxFlows = 30".into()]);
+        let text = pop_config(&pop, &boxes, Some(&["MaxFlows = 30".into()]));
         let cfg = starpep_common::config::parse("pop0.conf", &text).expect("POP config parses");
         assert_eq!(cfg.peers.len(), 3);
         assert_eq!(cfg.pep.as_ref().map(|p| p.max_flows), Some(30));
@@ -369,5 +376,9 @@ mod tests {
             assert_eq!(b.peers[0].public_key, pop.public_key());
             assert!(b.pep.is_none());
         }
+        let plain = starpep_common::config::parse("pop0.conf", &pop_config(&pop, &boxes, None))
+            .expect("tunnel-only POP config");
+        assert!(plain.pep.is_none());
+        assert_eq!(plain.peers.len(), 3);
     }
 }

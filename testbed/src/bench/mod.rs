@@ -3,7 +3,8 @@
 //! `split` the download time over a satellite link with and without VPN and PEP, `demo`
 //! the README's main job (LEO trace, VPN only vs VPN + PEP, side by side), `run` the
 //! VPN-vs-PEP suite's cells and matrices (`report` its page), `pop-scale` one POP serving
-//! many boxes ([`fleet`], [`fleet_load`]; `tests/netns_ops_scale.rs` runs the same fleet).
+//! many boxes ([`fleet`], [`fleet_load`]; `tests/netns_ops_scale.rs` runs the same fleet),
+//! `tunnel-peers` the tunnel data path with several peers at once and its workers.
 
 pub mod bed;
 pub mod bulk;
@@ -26,6 +27,7 @@ pub mod setup;
 pub mod split;
 pub mod sweep;
 pub mod tunnel;
+pub mod tunnel_peers;
 pub mod uapi;
 pub mod voip;
 pub mod vpn;

@@ -93,7 +93,8 @@ pub fn run(args: &PopScaleArgs) -> anyhow::Result<PopScale> {
     pep.extend(args.pep.iter().map(|kv| kv.replacen('=', " = ", 1)));
     let mut fleet = Fleet::up(&FleetSpec {
         boxes: args.boxes,
-        pop_pep: pep,
+        pop_pep: Some(pep),
+        pop_workers: None,
     })?;
     let pop = fleet.pop_pid()?;
     let (rss_idle, _) = cpu::rss_kib(pop)?;

@@ -27,6 +27,8 @@ enum Cmd {
     Report(bench::run::ReportArgs),
     /// One POP, many boxes (default 100 x 10 flows): handshake storm, POP memory, CPU per Gbit/s, fairness between boxes, MaxFlows overflow.
     PopScale(bench::pop_scale::PopScaleArgs),
+    /// The tunnel with several peers at once (tunnel-only POP, default 4 boxes): goodput and POP CPU per worker setting (A/B/A/B).
+    TunnelPeers(bench::tunnel_peers::TunnelPeersArgs),
     /// StarPEP parameter sweeps (α, β, QueueLow × QueueHigh, LinkQueue) as a markdown page.
     Sweep(bench::sweep::SweepArgs),
 }
@@ -42,5 +44,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Sweep(a) => bench::sweep::run(&a).map(|_| ()),
         Cmd::ControlCost(a) => bench::cost::run(&a).map(|_| ()),
         Cmd::PopScale(a) => bench::pop_scale::run(&a).map(|_| ()),
+        Cmd::TunnelPeers(a) => bench::tunnel_peers::run(&a).map(|_| ()),
     }
 }
