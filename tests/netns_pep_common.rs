@@ -237,21 +237,36 @@ fn start_waiting(
     text: &str,
     pep: bool,
 ) -> Daemon {
+    start_wrapped(topo, node, bin, name, text, pep, &|_, argv| argv)
+}
+
+/// [`start`] with the command line passed through `wrap` (given the config's path and the
+/// daemon's argv; e.g. `setpriv` to another user, who then must own the config); waits for the
+/// PEP if `pep`, else until `show` answers.
+pub fn start_wrapped(
+    topo: &Topology,
+    node: Node,
+    bin: &'static str,
+    name: &str,
+    text: &str,
+    pep: bool,
+    wrap: &dyn Fn(&Path, Vec<String>) -> Vec<String>,
+) -> Daemon {
     let conf: PathBuf = topo.tmpdir().join(format!("{name}.conf"));
     starpep_tests::write_private(&conf, text);
     let path = bin_path(bin);
+    let argv = [
+        path.as_path(),
+        Path::new("run"),
+        Path::new("-c"),
+        &conf,
+        Path::new("-v"),
+    ]
+    .map(|a| a.display().to_string())
+    .to_vec();
+    let label = format!("{}-{name}", node.short());
     let mut proc = topo
-        .spawn(
-            node,
-            &format!("{}-{name}", node.short()),
-            &[
-                path.as_os_str(),
-                "run".as_ref(),
-                "-c".as_ref(),
-                conf.as_os_str(),
-                "-v".as_ref(),
-            ],
-        )
+        .spawn(node, &label, &wrap(&conf, argv))
         .expect("spawn daemon");
     let end = Instant::now() + Duration::from_secs(15);
     loop {
