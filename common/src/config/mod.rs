@@ -6,6 +6,7 @@
 //! key are documented in `configs/README.md`.
 
 mod error;
+mod fuzz_check;
 mod ini;
 mod keys;
 mod model;
@@ -34,6 +35,7 @@ mod tests_starpep;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors, ErrorKind};
+pub use fuzz_check::check_parse;
 pub use keys::{Key, KeyError, PresharedKey, PrivateKey, PublicKey};
 pub use model::{Config, Endpoint, Interface, Peer, Table};
 pub use parse::parse;

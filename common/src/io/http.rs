@@ -96,6 +96,32 @@ pub fn respond(input: impl Read, render: &impl Fn() -> String) -> io::Result<Vec
     Ok(out)
 }
 
+/// The fuzz check of [`respond`] (what `fuzz/metrics_request` runs on each input and the
+/// mutation test below on each mutated request): `response`, the answer to `request` with
+/// metrics `body`, is one HTTP/1.1 response whose Content-Length is its body's, holding the
+/// metrics only for a GET. Panics otherwise; returns whether the metrics were served.
+pub fn check_response(request: &[u8], response: &[u8], body: &str) -> bool {
+    let text = std::str::from_utf8(response).expect("responses are text");
+    assert!(text.starts_with("HTTP/1.1 "), "{text:?}");
+    let (head, got) = text.split_once("\r\n\r\n").expect("head and body");
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .expect("Content-Length")
+        .parse()
+        .expect("a length");
+    assert_eq!(len, got.len(), "{text:?}");
+    let served = head.starts_with("HTTP/1.1 200");
+    if served {
+        assert_eq!(got, body);
+        let req = String::from_utf8_lossy(request);
+        assert_eq!(req.split_whitespace().next(), Some("GET"), "{req:?}");
+    } else {
+        assert_ne!(got, body);
+    }
+    served
+}
+
 fn answer(conn: TcpStream, render: &impl Fn() -> String) -> io::Result<()> {
     conn.set_nonblocking(false)?;
     conn.set_read_timeout(Some(Duration::from_secs(2)))?;
@@ -138,8 +164,8 @@ mod tests {
         t.join().unwrap();
     }
 
-    /// The stable-toolchain stand-in for `fuzz/metrics_request`: mutated requests always get one
-    /// well-formed response, and the metrics only for a GET of /metrics.
+    /// The stable-toolchain stand-in for `fuzz/metrics_request` ([`check_response`] on mutated
+    /// requests): always one well-formed response, and the metrics only for a GET of /metrics.
     #[test]
     fn mutated_requests_get_one_well_formed_response() {
         use rand::SeedableRng;
@@ -150,23 +176,16 @@ mod tests {
             b"GET / HTTP/1.1\r\n\r\n",
         ];
         let (mut ok, mut metrics) = (0, 0);
+        let body = "x_total 1\n";
         for seed in seeds {
             for _ in 0..3000 {
                 let mut req = seed.to_vec();
                 crate::testing::mutate(&mut rng, &mut req);
-                let Ok(out) = respond(&req[..], &|| "x_total 1\n".to_string()) else {
+                let Ok(out) = respond(&req[..], &|| body.to_string()) else {
                     continue;
                 };
                 ok += 1;
-                let text = String::from_utf8(out).unwrap();
-                let (head, body) = text.split_once("\r\n\r\n").unwrap();
-                assert!(head.starts_with("HTTP/1.1 "), "{text:?}");
-                assert!(head.contains(&format!("Content-Length: {}\r\n", body.len())));
-                if head.starts_with("HTTP/1.1 200") {
-                    metrics += 1;
-                    let text = String::from_utf8_lossy(&req);
-                    assert_eq!(text.split_whitespace().next(), Some("GET"), "{text:?}");
-                }
+                metrics += usize::from(check_response(&req, &out, body));
             }
         }
         assert!(
