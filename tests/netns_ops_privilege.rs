@@ -20,9 +20,18 @@ const UID: u32 = 61_871;
 
 fn start_as(topo: &Topology, who: &RunAs, node: Node, bin: &'static str, name: &str) -> Daemon {
     let dir = topo.tmpdir().to_path_buf();
+    // Where the daemon may keep state of its own (as systemd's RuntimeDirectory= gives the unit).
+    let run = dir.join(format!("run-{name}"));
+    std::fs::create_dir(&run).unwrap();
+    chown(&run, who.uid, who.gid);
     let wrap = |conf: &Path, argv: Vec<String>| {
         chown(conf, who.uid, who.gid);
-        who.argv(&dir, &argv)
+        let mut env = vec![
+            "env".to_string(),
+            format!("STARPEP_RUN_DIR={}", run.display()),
+        ];
+        env.extend(argv);
+        who.argv(&dir, &env)
     };
     start_wrapped(topo, node, bin, name, &shipped_conf(name, &[]), true, &wrap)
 }

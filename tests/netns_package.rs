@@ -185,6 +185,7 @@ fn run_from_the_units() {
     std::os::unix::fs::chown(&etc, Some(0), Some(gid)).unwrap();
     chmod(&etc, 0o710);
     let mut daemons: Vec<(Proc, &Unit, &str, &str, Node)> = Vec::new();
+    let _run: Vec<RuntimeDirs> = units.iter().map(RuntimeDirs::create).collect();
     for ((p, example, inst, node), unit) in PKGS.into_iter().zip(&units) {
         let conf = etc.join(format!("{inst}.conf"));
         let text =

@@ -147,6 +147,9 @@ pub struct Unit {
     /// `AmbientCapabilities=` names (`CAP_NET_ADMIN`, ...), the same as `CapabilityBoundingSet=`.
     pub caps: Vec<String>,
     pub no_new_privs: bool,
+    /// `RuntimeDirectory=` names (under /run) and `RuntimeDirectoryMode=` (octal, 0755 unset).
+    pub runtime_dirs: Vec<String>,
+    pub runtime_mode: u32,
 }
 
 impl Unit {
@@ -178,6 +181,13 @@ impl Unit {
             group: one("Group"),
             caps,
             no_new_privs: values("NoNewPrivileges") == ["yes"],
+            runtime_dirs: values("RuntimeDirectory")
+                .into_iter()
+                .flat_map(words)
+                .collect(),
+            runtime_mode: values("RuntimeDirectoryMode")
+                .first()
+                .map_or(0o755, |m| u32::from_str_radix(m, 8).expect("octal mode")),
         }
     }
 
@@ -250,4 +260,33 @@ fn command(line: &str, inst: &str, etc: &Path) -> Vec<String> {
         "plain absolute binary: {argv:?}"
     );
     argv
+}
+
+/// The unit's `RuntimeDirectory=` directories made as systemd makes them before ExecStart (owned
+/// by the unit's user, with its mode); those the test made go when dropped.
+pub struct RuntimeDirs(Vec<PathBuf>);
+
+impl RuntimeDirs {
+    pub fn create(unit: &Unit) -> RuntimeDirs {
+        let who = unit.run_as();
+        let mut made = Vec::new();
+        for d in &unit.runtime_dirs {
+            let p = Path::new("/run").join(d);
+            if !p.exists() {
+                std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                made.push(p.clone());
+            }
+            std::os::unix::fs::chown(&p, Some(who.uid), Some(who.gid)).unwrap();
+            chmod(&p, unit.runtime_mode);
+        }
+        RuntimeDirs(made)
+    }
+}
+
+impl Drop for RuntimeDirs {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
 }
