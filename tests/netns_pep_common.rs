@@ -215,7 +215,7 @@ impl Daemon {
 
 /// Starts `bin run -c DIR/NAME.conf -v` in `node` with `text`, and waits for its PEP.
 pub fn start(topo: &Topology, node: Node, bin: &'static str, name: &str, text: &str) -> Daemon {
-    start_waiting(topo, node, bin, name, text, true)
+    start_wrapped(topo, node, bin, name, text, true, &|_, argv| argv)
 }
 
 /// [`start`] for a config without `[PEP]`: waits until `show` answers.
@@ -226,18 +226,7 @@ pub fn start_plain(
     name: &str,
     text: &str,
 ) -> Daemon {
-    start_waiting(topo, node, bin, name, text, false)
-}
-
-fn start_waiting(
-    topo: &Topology,
-    node: Node,
-    bin: &'static str,
-    name: &str,
-    text: &str,
-    pep: bool,
-) -> Daemon {
-    start_wrapped(topo, node, bin, name, text, pep, &|_, argv| argv)
+    start_wrapped(topo, node, bin, name, text, false, &|_, argv| argv)
 }
 
 /// [`start`] with the command line passed through `wrap` (given the config's path and the
