@@ -7,7 +7,8 @@ pkgs=(iproute2 nftables ethtool tcpdump iperf3 iputils-ping procps psmisc
       nginx chromium curl    # the suite's web application: server, browser, --check loader
       fonts-dejavu-core      # the text of the bench report's plots
       dpkg-dev binutils      # scripts/package.sh: cargo-deb's $auto (dpkg-shlibdeps) and --strip
-      systemd man-db)        # the package test: systemd-analyze verify (and its man: checks)
+      systemd man-db         # the package test: systemd-analyze verify (and its man: checks)
+      adduser util-linux)    # the packages' postinst (user starpep); setpriv and unshare (privilege tests)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+pub mod privilege;
+
 pub use starpep_testbed::topo::{addr, Node, Proc, TopoSpec, Topology, Wan};
 
 /// Path of a workspace binary in the same profile directory as the running test

@@ -129,7 +129,12 @@ fn a_box_started_with_few_descriptors_splits_what_they_allow_and_carries_the_res
         "starpep-client",
         b,
         &conf(b),
-        &["prlimit", &format!("--nofile={limit}:{limit}")],
+        true,
+        &|_, argv| {
+            let mut all = vec!["prlimit".to_string(), format!("--nofile={limit}:{limit}")];
+            all.extend(argv);
+            all
+        },
     );
     assert!(
         topo.wait_reachable(Node::Pc, &addr::SRV.to_string(), Duration::from_secs(10)),

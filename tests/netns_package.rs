@@ -1,8 +1,9 @@
 //! The Debian packages end to end (root, netns; `target/debian/*.deb` from scripts/package.sh):
-//! `dpkg -i` both, files and units in place, `systemd-analyze verify`, the installed daemons run
-//! as their unit's ExecStart says (with its CapabilityBoundingSet and NoNewPrivileges applied by
-//! setpriv) on a packaged example config, a sha256-checked transfer split by both PEPs, then
-//! `dpkg -r` and `--purge` leave nothing behind.
+//! `dpkg -i` both, files, units and the user starpep in place, `systemd-analyze verify`, the
+//! installed daemons run as their unit's ExecStartPre and ExecStart say (as its User= with its
+//! AmbientCapabilities, CapabilityBoundingSet and NoNewPrivileges, applied by setpriv) on a
+//! packaged example config, a sha256-checked transfer split by both PEPs, ExecReload, then
+//! `dpkg -r` and `--purge` leave nothing behind (the user included).
 //!
 //! Without the packages the test prints why and passes, unless `STARPEP_TEST_PACKAGES=1` (CI),
 //! which makes their absence a failure. It refuses to run where the packages are installed
@@ -20,6 +21,9 @@ use std::time::{Duration, Instant};
 
 use common::{checked, sa};
 use pkg::*;
+
+/// The user the units run the daemons as (made by the packages' postinst).
+const USER: &str = "starpep";
 use starpep_tests::{addr, require_root, Node, Proc, TopoSpec, Topology};
 
 /// (package = binary, packaged example config, instance = interface name, node).
@@ -43,6 +47,7 @@ fn the_packages_install_run_as_their_units_say_and_purge_clean() {
         );
     }
     let etc_existed = Path::new(ETC).exists();
+    let user_existed = host("getent", &["passwd", USER]).status.success();
     let listed: Vec<PathBuf> = debs.iter().flat_map(|d| deb_paths(d)).collect();
     let before: HashSet<PathBuf> = listed.iter().filter(|p| p.exists()).cloned().collect();
 
@@ -54,9 +59,13 @@ fn the_packages_install_run_as_their_units_say_and_purge_clean() {
         installed_files_are_in_place(p);
         verify_unit(p);
     }
+    let user = host_ok("getent", &["passwd", USER]);
+    assert!(user.contains(":/nonexistent:"), "{USER}: no home: {user}");
     if !etc_existed {
         let mode = mode_of(Path::new(ETC));
-        assert_eq!(mode & 0o7777, 0o700, "{ETC} mode {mode:o}");
+        assert_eq!(mode & 0o7777, 0o710, "{ETC} mode {mode:o}");
+        let owner = host_ok("stat", &["-c", "%U:%G", ETC]);
+        assert_eq!(owner.trim(), format!("root:{USER}"), "{ETC}");
     }
 
     run_from_the_units();
@@ -75,6 +84,12 @@ fn the_packages_install_run_as_their_units_say_and_purge_clean() {
     }
     if !etc_existed {
         assert!(!Path::new(ETC).exists(), "{ETC} left after purge");
+    }
+    if !user_existed {
+        for db in ["passwd", "group"] {
+            let out = host("getent", &[db, USER]);
+            assert!(!out.status.success(), "{db} {USER} left after purge");
+        }
     }
     drop(guard);
 }
@@ -157,25 +172,35 @@ fn verify_unit(p: &str) {
     }
 }
 
-/// Both daemons from /usr/bin, each started as its unit's ExecStart line says on a packaged
-/// example config in a private etc dir, carry a checked transfer through the tunnel, both PEPs
-/// split it with the eBPF window back-end, and they stop cleanly on SIGTERM.
+/// Both daemons from /usr/bin, each started as its unit's ExecStartPre and ExecStart lines say
+/// on a packaged example config in a private etc dir (as /etc/starpep: root:starpep 0710),
+/// carry a checked transfer through the tunnel, both PEPs split it with the eBPF window
+/// back-end, ExecReload succeeds, and they stop cleanly on SIGTERM.
 fn run_from_the_units() {
     let topo = Topology::build(TopoSpec::direct()).expect("topology");
     let etc = topo.tmpdir().join("etc-starpep");
     std::fs::create_dir(&etc).unwrap();
-    chmod(&etc, 0o700);
-    let mut daemons: Vec<(Proc, &str, &str, Node)> = Vec::new();
-    for (p, example, inst, node) in PKGS {
-        let unit = Unit::parse(&unit_text(p));
+    let units = PKGS.map(|(p, ..)| Unit::parse(&unit_text(p)));
+    let gid = units[0].run_as().gid;
+    std::os::unix::fs::chown(&etc, Some(0), Some(gid)).unwrap();
+    chmod(&etc, 0o710);
+    let mut daemons: Vec<(Proc, &Unit, &str, &str, Node)> = Vec::new();
+    let _run: Vec<RuntimeDirs> = units.iter().map(RuntimeDirs::create).collect();
+    for ((p, example, inst, node), unit) in PKGS.into_iter().zip(&units) {
         let conf = etc.join(format!("{inst}.conf"));
         let text =
             std::fs::read_to_string(format!("/usr/share/doc/{p}/examples/{example}")).unwrap();
         std::fs::write(&conf, adapt(&text)).unwrap();
         chmod(&conf, 0o644);
         let argv = unit.exec_start(inst, &etc);
-        let cmd = unit.sandboxed(&argv);
+        let cmd = unit.run_as().argv(topo.tmpdir(), &argv);
+        let pre = || {
+            for c in unit.root_pre(inst, &etc) {
+                host_ok(&c[0], &c[1..]);
+            }
+        };
         // As shipped by git (0644): refused, with the file, its mode and the fix.
+        pre();
         let out = topo.exec(node, &cmd).unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{p} ran a 0644 config: {err}");
@@ -192,19 +217,29 @@ fn run_from_the_units() {
             "{out:?}"
         );
         chmod(&conf, 0o600);
+        pre();
         let mut d = topo.spawn(node, &format!("{p}-unit"), &cmd).expect("spawn");
         wait_pep(&topo, node, p, inst, &mut d);
         unit.check_process(&d, p);
-        daemons.push((d, p, inst, node));
+        daemons.push((d, unit, p, inst, node));
     }
     for (dst, bytes, down) in [(5601, 4_000_000, true), (5602, 1_000_000, false)] {
         let t = checked(&topo, sa(&format!("{}:{dst}", addr::SRV)), bytes, down);
         assert_eq!(t.bytes, bytes);
     }
-    for (d, p, inst, node) in &mut daemons {
+    for (d, unit, p, inst, node) in &mut daemons {
         let pep = show(&topo, *node, p, inst)["pep"].clone();
         assert_eq!(pep["accepted"], 2, "{p} split both flows: {pep}");
         assert_eq!(pep["window_backend"], "ebpf", "{p}: {pep}");
+        for (root, c) in unit.reload(inst, &etc) {
+            let c = if root {
+                c
+            } else {
+                unit.run_as().argv(topo.tmpdir(), &c)
+            };
+            let out = topo.exec(*node, &c).unwrap();
+            assert!(out.status.success(), "ExecReload {c:?}: {out:?}");
+        }
         let st = d.stop();
         assert!(st.is_some_and(|s| s.success()), "{p}: {st:?}\n{}", d.log());
         let links = topo.run_ok(*node, &["ip", "-o", "link", "show"]).unwrap();

@@ -1,11 +1,12 @@
 //! Helpers of netns_package (included with `#[path]`, not a test of its own): the .deb files,
-//! dpkg on the host, and the installed systemd unit read back (ExecStart, capabilities).
+//! dpkg on the host, and the installed systemd unit read back (commands, user, capabilities).
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use starpep_tests::privilege::RunAs;
 use starpep_tests::Proc;
 
 /// Where the packages put the configs and the units.
@@ -133,36 +134,22 @@ pub fn unit_text(p: &str) -> String {
     std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{f}: {e}"))
 }
 
-/// What the test takes from a unit: its command line and its privileges.
+/// What the test takes from a unit: its command lines and its privileges.
 #[derive(Debug)]
 pub struct Unit {
     pub exec_start: Vec<String>,
-    /// `CapabilityBoundingSet=` names (`CAP_NET_ADMIN`, ...).
+    /// `ExecStartPre=` and `ExecReload=` lines, in order (a `+` prefix kept).
+    pub exec_start_pre: Vec<String>,
+    pub exec_reload: Vec<String>,
+    /// `User=` and `Group=`.
+    pub user: String,
+    pub group: String,
+    /// `AmbientCapabilities=` names (`CAP_NET_ADMIN`, ...), the same as `CapabilityBoundingSet=`.
     pub caps: Vec<String>,
     pub no_new_privs: bool,
-}
-
-/// Capability numbers (linux/capability.h) of the names a unit may list.
-const CAP_BITS: [(&str, u32); 8] = [
-    ("CAP_NET_BIND_SERVICE", 10),
-    ("CAP_NET_BROADCAST", 11),
-    ("CAP_NET_ADMIN", 12),
-    ("CAP_NET_RAW", 13),
-    ("CAP_SYS_ADMIN", 21),
-    ("CAP_SYS_RESOURCE", 24),
-    ("CAP_PERFMON", 38),
-    ("CAP_BPF", 39),
-];
-
-/// The test process's own capability bounding set (`CapBnd:` of /proc/self/status).
-fn own_bounding_set() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
-    let hex = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapBnd:"))
-        .expect("CapBnd in /proc/self/status")
-        .trim();
-    u64::from_str_radix(hex, 16).expect("CapBnd is hex")
+    /// `RuntimeDirectory=` names (under /run) and `RuntimeDirectoryMode=` (octal, 0755 unset).
+    pub runtime_dirs: Vec<String>,
+    pub runtime_mode: u32,
 }
 
 impl Unit {
@@ -173,104 +160,133 @@ impl Unit {
                 .map(|v| v.trim().to_string())
                 .collect()
         };
-        let exec = values("ExecStart");
-        assert_eq!(exec.len(), 1, "one ExecStart: {exec:?}");
-        let caps = values("CapabilityBoundingSet");
-        assert_eq!(caps.len(), 1, "one CapabilityBoundingSet: {caps:?}");
+        let one = |key: &str| -> String {
+            let v = values(key);
+            assert_eq!(v.len(), 1, "one {key}: {v:?}");
+            v[0].clone()
+        };
+        let words =
+            |v: String| -> Vec<String> { v.split_whitespace().map(str::to_string).collect() };
+        let caps = words(one("AmbientCapabilities"));
+        let mut bounding = words(one("CapabilityBoundingSet"));
+        let mut ambient = caps.clone();
+        bounding.sort();
+        ambient.sort();
+        assert_eq!(ambient, bounding, "ambient = bounding capabilities");
         Unit {
-            exec_start: exec[0].split_whitespace().map(str::to_string).collect(),
-            caps: caps[0].split_whitespace().map(str::to_string).collect(),
+            exec_start: words(one("ExecStart")),
+            exec_start_pre: values("ExecStartPre"),
+            exec_reload: values("ExecReload"),
+            user: one("User"),
+            group: one("Group"),
+            caps,
             no_new_privs: values("NoNewPrivileges") == ["yes"],
+            runtime_dirs: values("RuntimeDirectory")
+                .into_iter()
+                .flat_map(words)
+                .collect(),
+            runtime_mode: values("RuntimeDirectoryMode")
+                .first()
+                .map_or(0o755, |m| u32::from_str_radix(m, 8).expect("octal mode")),
         }
     }
 
     /// ExecStart for instance `inst` (`%i`) with /etc/starpep replaced by `etc`.
     pub fn exec_start(&self, inst: &str, etc: &Path) -> Vec<String> {
-        let argv: Vec<String> = self
-            .exec_start
-            .iter()
-            .map(|w| w.replace("%i", inst).replace("%I", inst))
-            .collect();
-        assert!(
-            argv[0].starts_with("/usr/bin/"),
-            "plain absolute binary: {argv:?}"
-        );
-        let conf = format!("{ETC}/{inst}.conf");
+        let argv = command(&self.exec_start.join(" "), inst, etc);
+        let conf = etc.join(format!("{inst}.conf")).display().to_string();
         assert_eq!(argv.iter().filter(|w| **w == conf).count(), 1, "{argv:?}");
-        argv.into_iter()
-            .map(|w| {
-                if w == conf {
-                    etc.join(format!("{inst}.conf")).display().to_string()
-                } else {
-                    w
-                }
+        argv
+    }
+
+    /// The commands systemd runs as root before ExecStart (`+`), for `inst` in `etc`.
+    pub fn root_pre(&self, inst: &str, etc: &Path) -> Vec<Vec<String>> {
+        self.exec_start_pre
+            .iter()
+            .map(|l| {
+                let l = l
+                    .strip_prefix('+')
+                    .unwrap_or_else(|| panic!("not as root: {l}"));
+                command(l, inst, etc)
             })
             .collect()
     }
 
-    /// `argv` under the unit's privileges as systemd would apply them to a root service:
-    /// `setpriv` limits the bounding set (root then holds exactly those capabilities, and so
-    /// do the `ip`/`nft` it runs), clears the inheritable and ambient sets, sets no_new_privs.
-    pub fn sandboxed(&self, argv: &[String]) -> Vec<String> {
-        let keep: Vec<String> = self
-            .caps
+    /// ExecReload's lines for `inst` in `etc`: (as root, argv).
+    pub fn reload(&self, inst: &str, etc: &Path) -> Vec<(bool, Vec<String>)> {
+        self.exec_reload
             .iter()
-            .map(|c| {
-                let name = c.strip_prefix("CAP_").expect("CAP_ name").to_lowercase();
-                format!("+{name}")
+            .map(|l| match l.strip_prefix('+') {
+                Some(l) => (true, command(l, inst, etc)),
+                None => (false, command(l, inst, etc)),
             })
-            .collect();
-        let mut v = vec![
-            "setpriv".to_string(),
-            format!("--bounding-set=-all,{}", keep.join(",")),
-            "--inh-caps=-all".to_string(),
-            "--ambient-caps=-all".to_string(),
-        ];
-        if self.no_new_privs {
-            v.push("--no-new-privs".to_string());
+            .collect()
+    }
+
+    /// Who the unit runs the daemon as: its user (which the package made) and capabilities.
+    pub fn run_as(&self) -> RunAs {
+        let id = |db: &str, name: &str| -> u32 {
+            let line = host_ok("getent", &[db, name]);
+            line.split(':').nth(2).unwrap().parse().unwrap()
+        };
+        RunAs {
+            uid: id("passwd", &self.user),
+            gid: id("group", &self.group),
+            caps: self.caps.clone(),
+            no_new_privs: self.no_new_privs,
         }
-        v.push("--".to_string());
-        v.extend(argv.iter().cloned());
-        v
     }
 
-    /// The capability mask the unit allows.
-    pub fn mask(&self) -> u64 {
-        self.caps
-            .iter()
-            .map(|c| {
-                let bit = CAP_BITS
-                    .iter()
-                    .find(|(n, _)| n == c)
-                    .unwrap_or_else(|| panic!("{c}: add it to CAP_BITS"))
-                    .1;
-                1u64 << bit
-            })
-            .fold(0, |a, b| a | b)
-    }
-
-    /// The running daemon is `/usr/bin/<p>` with exactly the unit's capabilities.
+    /// The running daemon is `/usr/bin/<p>`, as the unit's user with exactly its capabilities
+    /// (within this machine's bounding set).
     pub fn check_process(&self, d: &Proc, p: &str) {
         let pid = d.pid().expect("pid");
         let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
         assert_eq!(exe, PathBuf::from(format!("/usr/bin/{p}")));
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let field = |k: &str| -> String {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .unwrap_or_else(|| panic!("{k} in {status}"))
-                .trim()
-                .to_string()
-        };
-        // systemd (and setpriv here) can only keep what it holds itself: a container's bounding
-        // set may lack some of the unit's capabilities (this CI machine has no CAP_SYS_RESOURCE).
-        let want = format!("{:016x}", self.mask() & own_bounding_set());
-        for k in ["CapEff:", "CapPrm:", "CapBnd:"] {
-            assert_eq!(field(k), want, "{p} {k}");
+        self.run_as().check(pid, p);
+    }
+}
+
+/// A unit's command line for instance `inst` (`%i`), /etc/starpep replaced by `etc`; the
+/// program is a plain absolute path.
+fn command(line: &str, inst: &str, etc: &Path) -> Vec<String> {
+    let etc = etc.display().to_string();
+    let argv: Vec<String> = line
+        .split_whitespace()
+        .map(|w| w.replace("%i", inst).replace("%I", inst).replace(ETC, &etc))
+        .collect();
+    assert!(
+        argv[0].starts_with("/usr/bin/") || argv[0].starts_with("/bin/"),
+        "plain absolute binary: {argv:?}"
+    );
+    argv
+}
+
+/// The unit's `RuntimeDirectory=` directories made as systemd makes them before ExecStart (owned
+/// by the unit's user, with its mode); those the test made go when dropped.
+pub struct RuntimeDirs(Vec<PathBuf>);
+
+impl RuntimeDirs {
+    pub fn create(unit: &Unit) -> RuntimeDirs {
+        let who = unit.run_as();
+        let mut made = Vec::new();
+        for d in &unit.runtime_dirs {
+            let p = Path::new("/run").join(d);
+            if !p.exists() {
+                std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                made.push(p.clone());
+            }
+            std::os::unix::fs::chown(&p, Some(who.uid), Some(who.gid)).unwrap();
+            chmod(&p, unit.runtime_mode);
         }
-        if self.no_new_privs {
-            assert_eq!(field("NoNewPrivs:"), "1");
+        RuntimeDirs(made)
+    }
+}
+
+impl Drop for RuntimeDirs {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_dir_all(p);
         }
     }
 }

@@ -215,7 +215,7 @@ impl Daemon {
 
 /// Starts `bin run -c DIR/NAME.conf -v` in `node` with `text`, and waits for its PEP.
 pub fn start(topo: &Topology, node: Node, bin: &'static str, name: &str, text: &str) -> Daemon {
-    start_waiting(topo, node, bin, name, text, true)
+    start_wrapped(topo, node, bin, name, text, true, &|_, argv| argv)
 }
 
 /// [`start`] for a config without `[PEP]`: waits until `show` answers.
@@ -226,55 +226,36 @@ pub fn start_plain(
     name: &str,
     text: &str,
 ) -> Daemon {
-    start_waiting(topo, node, bin, name, text, false)
+    start_wrapped(topo, node, bin, name, text, false, &|_, argv| argv)
 }
 
-/// [`start`] with the daemon run through `wrapper` (a command that execs the rest, such as
-/// `prlimit --nofile=N:N`).
+/// [`start`] with the command line passed through `wrap` (given the config's path and the
+/// daemon's argv; e.g. `setpriv` to another user, who then must own the config); waits for the
+/// PEP if `pep`, else until `show` answers.
 pub fn start_wrapped(
     topo: &Topology,
     node: Node,
     bin: &'static str,
     name: &str,
     text: &str,
-    wrapper: &[&str],
-) -> Daemon {
-    start_inner(topo, node, bin, name, text, true, wrapper)
-}
-
-fn start_waiting(
-    topo: &Topology,
-    node: Node,
-    bin: &'static str,
-    name: &str,
-    text: &str,
     pep: bool,
-) -> Daemon {
-    start_inner(topo, node, bin, name, text, pep, &[])
-}
-
-fn start_inner(
-    topo: &Topology,
-    node: Node,
-    bin: &'static str,
-    name: &str,
-    text: &str,
-    pep: bool,
-    wrapper: &[&str],
+    wrap: &dyn Fn(&Path, Vec<String>) -> Vec<String>,
 ) -> Daemon {
     let conf: PathBuf = topo.tmpdir().join(format!("{name}.conf"));
     starpep_tests::write_private(&conf, text);
     let path = bin_path(bin);
-    let mut args: Vec<&std::ffi::OsStr> = wrapper.iter().map(|w| w.as_ref()).collect();
-    args.extend([
-        path.as_os_str(),
-        "run".as_ref(),
-        "-c".as_ref(),
-        conf.as_os_str(),
-        "-v".as_ref(),
-    ]);
+    let argv = [
+        path.as_path(),
+        Path::new("run"),
+        Path::new("-c"),
+        &conf,
+        Path::new("-v"),
+    ]
+    .map(|a| a.display().to_string())
+    .to_vec();
+    let label = format!("{}-{name}", node.short());
     let mut proc = topo
-        .spawn(node, &format!("{}-{name}", node.short()), &args)
+        .spawn(node, &label, &wrap(&conf, argv))
         .expect("spawn daemon");
     let end = Instant::now() + Duration::from_secs(15);
     loop {

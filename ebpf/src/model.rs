@@ -210,9 +210,17 @@ fn handle_ip(
     Outcome::Rewritten { old: orig, new }
 }
 
+#[path = "model_check.rs"]
+mod check;
+pub use check::check_rewrite;
+
 #[cfg(test)]
 #[path = "model_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "model_fuzz_tests.rs"]
+mod fuzz_tests;
 
 #[cfg(test)]
 #[path = "model_prop_tests.rs"]

@@ -25,6 +25,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if ok && r.finish().is_ok() {
         assert!(out.iter().enumerate().all(|(i, s)| s.index == i as u64));
-        assert_eq!(out.iter().map(|s| s.len as u64).sum::<u64>(), stream.len() as u64);
+        assert_eq!(
+            out.iter().map(|s| s.len as u64).sum::<u64>(),
+            stream.len() as u64
+        );
     }
 });

@@ -15,7 +15,10 @@ fn engine() -> Engine {
         public_key: peer,
         preshared_key: None,
         endpoint: Some("192.0.2.1:51820".parse().unwrap()),
-        allowed_ips: vec!["10.8.0.2/32".parse().unwrap(), "fd00:8::2/128".parse().unwrap()],
+        allowed_ips: vec![
+            "10.8.0.2/32".parse().unwrap(),
+            "fd00:8::2/128".parse().unwrap(),
+        ],
         persistent_keepalive: None,
     };
     Engine::new([9u8; 32], vec![spec]).unwrap()

@@ -1,6 +1,8 @@
 //! WireGuard keys: 32-byte newtypes read and written as base64 like `wg genkey`/`wg pubkey` (pure).
 //!
 //! The crypto is boringtun's x25519 (x25519-dalek 2.x); keys cross that boundary as raw bytes.
+//! The secret ones ([`PrivateKey`], [`PresharedKey`]) wipe their bytes when dropped, as
+//! x25519-dalek's `StaticSecret` does.
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,6 +11,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use boringtun::x25519;
 use rand::RngCore as _;
+use zeroize::{Zeroize, ZeroizeOnDrop};
 
 /// A key that is not exactly 44 characters of base64 for 32 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -70,6 +73,26 @@ key_type!(Key);
 key_type!(PublicKey);
 key_type!(PrivateKey);
 key_type!(PresharedKey);
+
+/// Secret keys: their bytes are overwritten with zeros when the value is dropped.
+macro_rules! wiped_on_drop {
+    ($name:ident) => {
+        impl Zeroize for $name {
+            fn zeroize(&mut self) {
+                self.0.zeroize();
+            }
+        }
+        impl Drop for $name {
+            fn drop(&mut self) {
+                self.0.zeroize();
+            }
+        }
+        impl ZeroizeOnDrop for $name {}
+    };
+}
+
+wiped_on_drop!(PrivateKey);
+wiped_on_drop!(PresharedKey);
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -6,6 +6,7 @@
 //! key are documented in `configs/README.md`.
 
 mod error;
+mod fuzz_check;
 mod ini;
 mod keys;
 mod model;
@@ -34,6 +35,7 @@ mod tests_starpep;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors, ErrorKind};
+pub use fuzz_check::check_parse;
 pub use keys::{Key, KeyError, PresharedKey, PrivateKey, PublicKey};
 pub use model::{Config, Endpoint, Interface, Peer, Table};
 pub use parse::parse;
@@ -44,13 +46,14 @@ pub use starpep::{ProbeWindow, Reconfig, Starpep, WindowControl};
 /// Reads and parses a file; errors name the path as given. A read failure is one error (line 0, `-`).
 pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| {
+    // The text holds the private key in base64: wiped when parsed.
+    let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|source| {
         let kind = ErrorKind::Io {
             path: path.to_path_buf(),
             source,
         };
         ConfigError::new(&name, 0, "-", kind)
-    })?;
+    })?);
     parse(&name, &text)
 }
 

@@ -154,3 +154,34 @@ fn generated_key_matches_wg_pubkey() {
         key.public_key().to_string()
     );
 }
+
+/// Compiles only for types that wipe their memory when dropped.
+fn wiped_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+
+/// Compiles only for types that can wipe themselves; with `needs_drop`, x25519-dalek's
+/// `#[zeroize(drop)]` (its derive implements `Drop`, not the `ZeroizeOnDrop` marker).
+fn wipes_itself<T: zeroize::Zeroize>() -> bool {
+    std::mem::needs_drop::<T>()
+}
+
+#[test]
+fn secret_keys_are_wiped_when_dropped() {
+    // Ours, the engine's copy (boringtun's x25519-dalek key, its `zeroize` feature on) and the
+    // wrapper that holds the config text and the plan's key bytes.
+    wiped_on_drop::<PrivateKey>();
+    wiped_on_drop::<PresharedKey>();
+    assert!(wipes_itself::<boringtun::x25519::StaticSecret>());
+    wiped_on_drop::<zeroize::Zeroizing<String>>();
+    // What their `Drop` runs:
+    use zeroize::Zeroize as _;
+    let mut k = PrivateKey::generate();
+    assert_ne!(k.as_bytes(), &[0u8; 32]);
+    k.zeroize();
+    assert_eq!(k.as_bytes(), &[0u8; 32]);
+    let mut p: PresharedKey = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+        .parse()
+        .unwrap();
+    assert_eq!(p.as_bytes()[31], 32);
+    p.zeroize();
+    assert_eq!(p.as_bytes(), &[0u8; 32]);
+}

@@ -180,7 +180,7 @@ fn genkey() -> Result<(), DaemonError> {
 }
 
 fn pubkey() -> Result<(), DaemonError> {
-    let mut s = String::new();
+    let mut s = zeroize::Zeroizing::new(String::new());
     std::io::stdin()
         .take(4096)
         .read_to_string(&mut s)

@@ -4,6 +4,8 @@
 use std::io;
 use std::net::SocketAddr;
 
+use zeroize::Zeroizing;
+
 use crate::config::{Config, Endpoint, Table};
 use crate::io::netconf::{NetPlan, RouteTable, DEFAULT_FWMARK};
 use crate::tunnel::PeerSpec;
@@ -26,7 +28,8 @@ pub struct Hooks {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub iface: String,
-    pub private_key: [u8; 32],
+    /// Wiped when the plan is dropped (Debug does not print it).
+    pub private_key: Zeroizing<[u8; 32]>,
     pub peers: Vec<PeerSpec>,
     pub net: NetPlan,
     pub listen_port: u16,
@@ -78,7 +81,10 @@ pub fn plan(
         };
         peers.push(PeerSpec {
             public_key: p.public_key.to_bytes(),
-            preshared_key: p.preshared_key.as_ref().map(|k| k.to_bytes()),
+            preshared_key: p
+                .preshared_key
+                .as_ref()
+                .map(|k| Zeroizing::new(k.to_bytes())),
             endpoint,
             allowed_ips: p.allowed_ips.clone(),
             persistent_keepalive: p.persistent_keepalive,
@@ -104,7 +110,7 @@ pub fn plan(
     let socket_mark = i.fwmark.or(net.needs_fwmark().then_some(net.fwmark));
     Ok(Plan {
         iface: iface.to_string(),
-        private_key: i.private_key.to_bytes(),
+        private_key: Zeroizing::new(i.private_key.to_bytes()),
         peers,
         listen_port: i.listen_port.unwrap_or(0),
         socket_mark,

@@ -90,7 +90,7 @@ pub fn run(role: Role, path: &Path) -> Result<(), DaemonError> {
     let udp = Arc::new(UdpGroup::bind(plan.listen_port, plan.socket_mark, workers)?);
     let control = ControlServer::bind(&plan.iface)?;
     let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
-    let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
+    let engine = Arc::new(Engine::new(*plan.private_key, plan.peers.clone())?);
     // The interface is ours now (the control socket): undo what a killed instance left, the
     // PEP's rules before the tunnel's own record is replayed and its rules are added.
     pep::undo_stale(&plan.iface);
@@ -217,7 +217,7 @@ fn run_without_tunnel(
     let control = ControlServer::bind(&plan.iface)?;
     let metrics = plan.metrics_listen.map(MetricsServer::bind).transpose()?;
     // The engine only describes the interface and its peers for `show` (no handshakes here).
-    let engine = Arc::new(Engine::new(plan.private_key, plan.peers.clone())?);
+    let engine = Arc::new(Engine::new(*plan.private_key, plan.peers.clone())?);
     let runner = pep::start(role, plan, false, engine.slot_allowed_ips())?
         .expect("checked by without_tunnel");
     tracing::info!(iface = %plan.iface, "{} PEP up without tunnel", role.name());

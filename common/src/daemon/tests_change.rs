@@ -72,7 +72,7 @@ fn interface_settings_the_interface_was_set_up_with_are_refused_by_name() {
     );
     other.listen_port = 51821;
     other.net.addresses = nets(&["10.9.0.1/24"]);
-    other.private_key = [7; 32];
+    other.private_key = [7; 32].into();
     let errs = change(&old, &other, "pop0.conf").unwrap_err();
     for key in [
         "PrivateKey",

@@ -72,11 +72,13 @@ fn route(request_line: &str, render: &impl Fn() -> String) -> (&'static str, &'s
     }
 }
 
-fn answer(conn: TcpStream, render: &impl Fn() -> String) -> io::Result<()> {
-    conn.set_nonblocking(false)?;
-    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
-    conn.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new((&conn).take(16 * 1024));
+/// The most a request may send (request line and headers) before it is answered.
+pub const MAX_REQUEST: u64 = 16 * 1024;
+
+/// Reads one request from `input` (request line, then headers up to the blank line, at most
+/// [`MAX_REQUEST`] bytes in all) and returns the whole response. Not UTF-8: an error.
+pub fn respond(input: impl Read, render: &impl Fn() -> String) -> io::Result<Vec<u8>> {
+    let mut reader = BufReader::new(input.take(MAX_REQUEST));
     let mut line = String::new();
     reader.read_line(&mut line)?;
     // The headers are read and ignored (up to the blank line).
@@ -85,12 +87,47 @@ fn answer(conn: TcpStream, render: &impl Fn() -> String) -> io::Result<()> {
         h.clear();
     }
     let (status, ctype, body) = route(line.trim(), render);
-    let head = format!(
+    let mut out = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    );
-    (&conn).write_all(head.as_bytes())?;
-    (&conn).write_all(body.as_bytes())
+    )
+    .into_bytes();
+    out.extend_from_slice(body.as_bytes());
+    Ok(out)
+}
+
+/// The fuzz check of [`respond`] (what `fuzz/metrics_request` runs on each input and the
+/// mutation test below on each mutated request): `response`, the answer to `request` with
+/// metrics `body`, is one HTTP/1.1 response whose Content-Length is its body's, holding the
+/// metrics only for a GET. Panics otherwise; returns whether the metrics were served.
+pub fn check_response(request: &[u8], response: &[u8], body: &str) -> bool {
+    let text = std::str::from_utf8(response).expect("responses are text");
+    assert!(text.starts_with("HTTP/1.1 "), "{text:?}");
+    let (head, got) = text.split_once("\r\n\r\n").expect("head and body");
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .expect("Content-Length")
+        .parse()
+        .expect("a length");
+    assert_eq!(len, got.len(), "{text:?}");
+    let served = head.starts_with("HTTP/1.1 200");
+    if served {
+        assert_eq!(got, body);
+        let req = String::from_utf8_lossy(request);
+        assert_eq!(req.split_whitespace().next(), Some("GET"), "{req:?}");
+    } else {
+        assert_ne!(got, body);
+    }
+    served
+}
+
+fn answer(conn: TcpStream, render: &impl Fn() -> String) -> io::Result<()> {
+    conn.set_nonblocking(false)?;
+    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
+    conn.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let out = respond(&conn, render)?;
+    (&conn).write_all(&out)
 }
 
 #[cfg(test)]
@@ -125,5 +162,39 @@ mod tests {
         assert!(get(addr, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
         stop.store(true, Ordering::Relaxed);
         t.join().unwrap();
+    }
+
+    /// The stable-toolchain stand-in for `fuzz/metrics_request` ([`check_response`] on mutated
+    /// requests): always one well-formed response, and the metrics only for a GET of /metrics.
+    #[test]
+    fn mutated_requests_get_one_well_formed_response() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x4854_5450);
+        let seeds: [&[u8]; 3] = [
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n",
+            b"POST /metrics?x=1 HTTP/1.0\r\n\r\nbody",
+            b"GET / HTTP/1.1\r\n\r\n",
+        ];
+        let (mut ok, mut metrics) = (0, 0);
+        let body = "x_total 1\n";
+        for seed in seeds {
+            for _ in 0..3000 {
+                let mut req = seed.to_vec();
+                crate::testing::mutate(&mut rng, &mut req);
+                let Ok(out) = respond(&req[..], &|| body.to_string()) else {
+                    continue;
+                };
+                ok += 1;
+                metrics += usize::from(check_response(&req, &out, body));
+            }
+        }
+        assert!(
+            ok > 5000 && metrics > 100,
+            "{ok} answered, {metrics} with metrics"
+        );
+        // More than MAX_REQUEST of headers is cut off, not read for ever.
+        let mut big = b"GET /metrics HTTP/1.1\r\n".to_vec();
+        big.extend(std::iter::repeat_n(b'a', 1 << 20));
+        assert!(respond(&big[..], &String::new).is_ok());
     }
 }

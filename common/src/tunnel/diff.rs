@@ -117,7 +117,7 @@ mod tests {
         let ch = &d.changed[0];
         assert!(ch.allowed_ips && !ch.endpoint && !ch.session, "{ch:?}");
         let mut psk = new[0].clone();
-        psk.preshared_key = Some([7; 32]);
+        psk.preshared_key = Some([7; 32].into());
         let d = diff_peers(&new, &[psk]).unwrap();
         assert!(d.changed[0].session && !d.changed[0].allowed_ips);
     }

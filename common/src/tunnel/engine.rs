@@ -46,7 +46,8 @@ pub struct EngineCounters {
     pub dropped_no_route: AtomicU64,
     /// Packets for a peer whose endpoint is not known yet (no Endpoint, no datagram received).
     pub dropped_no_endpoint: AtomicU64,
-    /// Unparseable TUN packets or UDP datagrams.
+    /// Unparseable TUN packets or UDP datagrams, and decrypted packets whose IP header is
+    /// shorter than its own length fields say (see [`well_formed`]).
     pub dropped_invalid: AtomicU64,
     /// Datagrams for an index or public key that is not one of our peers.
     pub dropped_unknown_peer: AtomicU64,
@@ -270,11 +271,11 @@ impl Engine {
             }
             TunnResult::WriteToTunnelV4(p, src) => {
                 self.authenticated(peer, st, from, datagram.len());
-                check_source(&t, idx, st, IpAddr::V4(src), p)
+                self.check_source(&t, idx, st, IpAddr::V4(src), p)
             }
             TunnResult::WriteToTunnelV6(p, src) => {
                 self.authenticated(peer, st, from, datagram.len());
-                check_source(&t, idx, st, IpAddr::V6(src), p)
+                self.check_source(&t, idx, st, IpAddr::V6(src), p)
             }
         }
     }
@@ -343,19 +344,38 @@ impl Engine {
     }
 }
 
-/// Cryptokey routing of a decrypted packet: its source must be one of the peer's AllowedIPs.
-fn check_source<'a>(
-    t: &PeerTable,
-    idx: usize,
-    st: &mut PeerState,
-    src: IpAddr,
-    packet: &'a [u8],
-) -> Inbound<'a> {
-    if t.route(src) == Some(idx) {
-        st.stats.rx_packets += 1;
-        Inbound::Tunnel(packet)
-    } else {
-        st.stats.dropped_source_not_allowed += 1;
-        Inbound::Nothing
+impl Engine {
+    /// Cryptokey routing of a decrypted packet: its source must be one of the peer's
+    /// AllowedIPs, and the packet must hold the header its length says it has.
+    fn check_source<'a>(
+        &self,
+        t: &PeerTable,
+        idx: usize,
+        st: &mut PeerState,
+        src: IpAddr,
+        packet: &'a [u8],
+    ) -> Inbound<'a> {
+        if !well_formed(packet) {
+            self.counters.dropped_invalid.fetch_add(1, Relaxed);
+            Inbound::Nothing
+        } else if t.route(src) == Some(idx) {
+            st.stats.rx_packets += 1;
+            Inbound::Tunnel(packet)
+        } else {
+            st.stats.dropped_source_not_allowed += 1;
+            Inbound::Nothing
+        }
+    }
+}
+
+/// Whether a decrypted packet, cut by boringtun to its IP length field, still holds its whole
+/// header: an IPv4 total length below 20 (or below IHL × 4) would otherwise be written to the
+/// TUN as a stub of a packet, its source checked on bytes past the cut (found by fuzzing). As
+/// the kernel's WireGuard ("dishonest packet size"). IPv6 lengths are 40 plus the payload's.
+pub fn well_formed(packet: &[u8]) -> bool {
+    match packet.first().map(|b| (b >> 4, usize::from(b & 0x0f) * 4)) {
+        Some((4, ihl)) => ihl >= 20 && packet.len() >= ihl,
+        Some((6, _)) => packet.len() >= 40,
+        _ => false,
     }
 }

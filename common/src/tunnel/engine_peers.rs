@@ -80,7 +80,7 @@ impl Engine {
         Tunn::new(
             self.secret.clone(),
             PublicKey::from(spec.public_key),
-            spec.preshared_key,
+            spec.preshared_key.as_deref().copied(),
             spec.persistent_keepalive,
             slot,
             Some(self.limiter.clone()),

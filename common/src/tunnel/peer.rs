@@ -9,12 +9,14 @@ use std::sync::{Mutex, MutexGuard};
 
 use boringtun::noise::Tunn;
 use ipnet::IpNet;
+use zeroize::Zeroizing;
 
 /// What a peer is configured with (taken from a `[Peer]` section by the daemon).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerSpec {
     pub public_key: [u8; 32],
-    pub preshared_key: Option<[u8; 32]>,
+    /// Wiped when the spec is dropped (Debug does not print it).
+    pub preshared_key: Option<Zeroizing<[u8; 32]>>,
     /// Where to send until the peer's first authenticated datagram tells us otherwise.
     pub endpoint: Option<SocketAddr>,
     pub allowed_ips: Vec<IpNet>,
