@@ -217,7 +217,9 @@ mod tests {
         for (role, unit) in [(Role::Pop, POP_UNIT), (Role::Client, CLIENT_UNIT)] {
             let line = unit
                 .lines()
-                .find_map(|l| l.strip_prefix("ExecReload="))
+                .filter_map(|l| l.strip_prefix("ExecReload="))
+                // `+` lines run as root before it (the config handed to the daemon's user).
+                .find(|l| !l.starts_with('+'))
                 .expect("ExecReload");
             let words: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(words[0], format!("/usr/bin/{}", role.binary()));
