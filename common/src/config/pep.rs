@@ -102,6 +102,9 @@ pub struct Pep {
     /// resume: initial window and pacing, `pep::start`); off: the kernel's start. `InitCwnd`
     /// overrides it with a fixed window.
     pub resume: bool,
+    /// TCP Fast Open on the satellite segment: the box sends a client's first bytes with its
+    /// SYN, the POP's listener takes them (`proxy::fast_open`); off: a plain handshake.
+    pub fast_open: bool,
     pub no_delay: bool,
     pub quick_ack: bool,
     /// `TCP_NOTSENT_LOWAT` in bytes; `None`: not set.
@@ -209,6 +212,7 @@ impl Default for Pep {
             rcv_buf: None,
             init_cwnd: None,
             resume: true,
+            fast_open: true,
             no_delay: true,
             quick_ack: false,
             notsent_lowat: None,

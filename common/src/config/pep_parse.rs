@@ -21,6 +21,7 @@ const PEP_KEYS: &[&str] = &[
     "RcvBuf",
     "InitCwnd",
     "Resume",
+    "FastOpen",
     "NoDelay",
     "QuickAck",
     "NotsentLowat",
@@ -127,6 +128,7 @@ impl PepBuilder {
             ),
             "InitCwnd" => set!(p.init_cwnd, values::int_in(v, 1u32, 1000).map(Some)),
             "Resume" => set!(p.resume, values::bool_value(v)),
+            "FastOpen" => set!(p.fast_open, values::bool_value(v)),
             "NoDelay" => set!(p.no_delay, values::bool_value(v)),
             "QuickAck" => set!(p.quick_ack, values::bool_value(v)),
             "NotsentLowat" => set!(

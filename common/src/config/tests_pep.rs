@@ -39,6 +39,7 @@ fn empty_section_has_the_documented_defaults() {
         (None, None, None, None)
     );
     assert!(p.no_delay && !p.quick_ack && !p.snat);
+    assert!(p.resume && p.fast_open);
     assert_eq!(p.max_flows, 4096);
     assert_eq!(p.max_flows_per_client, None);
     assert_eq!(p.idle_timeout, Duration::from_secs(3600));
@@ -64,6 +65,7 @@ fn every_key() {
          RcvBuf = 512k\n\
          InitCwnd = 100\n\
          NoDelay = no\n\
+         FastOpen = off\n\
          QuickAck = ON\n\
          NotsentLowat = 128K\n\
          Bypass = 22, 5060-5070\n\
@@ -89,7 +91,7 @@ fn every_key() {
     assert_eq!(p.snd_buf, Some(4 << 20));
     assert_eq!(p.rcv_buf, Some(512 << 10));
     assert_eq!(p.init_cwnd, Some(100));
-    assert!(!p.no_delay && p.quick_ack && p.snat);
+    assert!(!p.no_delay && p.quick_ack && p.snat && !p.fast_open);
     assert_eq!(p.notsent_lowat, Some(128 << 10));
     assert_eq!(
         p.bypass,
@@ -201,6 +203,7 @@ fn errors_with_line_and_key() {
     e("InitCwnd = 0\n", "InitCwnd", "out of range");
     e("InitCwnd = 1001\n", "InitCwnd", "out of range");
     e("NoDelay = sometimes\n", "NoDelay", "not a boolean");
+    e("FastOpen = fast\n", "FastOpen", "not a boolean");
     e("NotsentLowat = 0\n", "NotsentLowat", "out of range");
     e("Bypass = 0\n", "Bypass", "not a port");
     e("Bypass = 5070-5060\n", "Bypass", "empty port range");

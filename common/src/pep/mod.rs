@@ -44,7 +44,7 @@ pub use bbrinfo::BbrInfo;
 pub use flows::{Admission, FlowId, FlowKey, FlowRecord, FlowTable, InterceptChange};
 pub use liveness::Liveness;
 pub use metrics::{FlowMetrics, MetricsHeader, PepMetrics};
-pub use plan::{Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
+pub use plan::{FastOpen, Intercept, Plan, PlanError, PlanInput, Role, SocketOpts, StarpepPlan};
 pub use relay::{Action, Actions, Dir, Event, FlowState, Relay, Side};
 pub use start::{
     Jump, JumpAction, JumpSample, PathKey, RateSample, StartParams, StartPlan, Starts,

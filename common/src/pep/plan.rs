@@ -156,6 +156,36 @@ pub struct Plan {
     pub starpep: Option<StarpepPlan>,
     /// The satellite segment's careful resume (`None` with `Resume = off` or `InitCwnd`).
     pub start: Option<crate::pep::StartParams>,
+    /// TCP Fast Open on the satellite segment (`FastOpen`).
+    pub fast_open: FastOpen,
+}
+
+/// TCP Fast Open on the satellite segment: a new flow's first bytes cross the satellite with
+/// its SYN, saving the round trip the handshake would take before a request can leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FastOpen {
+    Off,
+    /// The box: the connect toward the satellite carries the client's first bytes.
+    Connect,
+    /// The POP: its listener takes data in a SYN. Without a cookie only behind the WireGuard
+    /// tunnel, whose peers are authenticated and their sources checked against AllowedIPs;
+    /// with `Tunnel = none` a box's first flow to a server earns the cookie the next ones use
+    /// (RFC 7413), so a spoofed SYN cannot make the POP open connections.
+    Listen {
+        cookie: bool,
+    },
+}
+
+impl FastOpen {
+    fn of(pep: &config::Pep, role: Role) -> FastOpen {
+        match (pep.fast_open, role) {
+            (false, _) => FastOpen::Off,
+            (true, Role::Box) => FastOpen::Connect,
+            (true, Role::Pop) => FastOpen::Listen {
+                cookie: pep.tunnel != TunnelMode::WireGuard,
+            },
+        }
+    }
 }
 
 fn check_if(name: &str) -> Result<(), PlanError> {
@@ -332,6 +362,7 @@ impl Plan {
             idle_timeout: pep.idle_timeout,
             init_cwnd: pep.init_cwnd,
             start,
+            fast_open: FastOpen::of(pep, role),
             satellite_devs,
             starpep: (pep.mode == PepMode::Starpep || pep.starpep.control_log.is_some()).then(
                 || StarpepPlan {

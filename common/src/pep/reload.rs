@@ -38,6 +38,7 @@ pub fn live_changes(old: &Plan, new: &Plan) -> Result<(), Vec<String>> {
     );
     check(old.init_cwnd == new.init_cwnd, "InitCwnd");
     check(old.start.is_some() == new.start.is_some(), "Resume");
+    check(old.fast_open == new.fast_open, "FastOpen");
     // (A Mode change already names what the controller's presence changes.)
     if let (Some(o), Some(n)) = (old.starpep.as_ref(), new.starpep.as_ref()) {
         check(o.window_control == n.window_control, "WindowControl");

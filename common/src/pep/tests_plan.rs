@@ -321,3 +321,26 @@ fn the_box_without_tunnel_never_intercepts_on_its_satellite_devices() {
         .with_satellite_devs(&["wan0".into()]);
     assert_eq!(p.intercept, Intercept::Only(vec!["lan0".into()]));
 }
+
+#[test]
+fn fast_open_connects_at_the_box_and_listens_at_the_pop_without_cookie_only_behind_the_tunnel() {
+    let box_ = Plan::new(&split(), Role::Box, &input(Some("box-pep"))).unwrap();
+    assert_eq!(box_.fast_open, FastOpen::Connect);
+    let pop = Plan::new(&split(), Role::Pop, &input(Some("pop-pep"))).unwrap();
+    assert_eq!(pop.fast_open, FastOpen::Listen { cookie: false });
+    let bare = config::Pep {
+        tunnel: TunnelMode::None,
+        intercept: vec!["sat0".into()],
+        ..split()
+    };
+    let pop = Plan::new(&bare, Role::Pop, &input(None)).unwrap();
+    assert_eq!(pop.fast_open, FastOpen::Listen { cookie: true });
+    let off = config::Pep {
+        fast_open: false,
+        ..split()
+    };
+    for role in [Role::Box, Role::Pop] {
+        let p = Plan::new(&off, role, &input(Some("t0"))).unwrap();
+        assert_eq!(p.fast_open, FastOpen::Off);
+    }
+}

@@ -60,9 +60,12 @@ fn per_flow_settings_apply_live_and_what_the_nft_table_holds_is_refused() {
     let mut bypass = pep.clone();
     bypass.bypass.push(BypassRule::Port(22));
     bypass.mode = PepMode::Split;
+    bypass.fast_open = false;
     let refused = live_changes(&old, &plan(&bypass, Role::Pop, vec![])).unwrap_err();
-    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert_eq!(refused.len(), 3, "{refused:?}");
     assert!(refused[0].contains("[PEP] Mode") && refused[1].contains("[PEP] Bypass"));
+    // The listener takes SYN data or not from its start.
+    assert!(refused[2].contains("[PEP] FastOpen"), "{refused:?}");
     assert!(refused.iter().all(|e| e.ends_with("this takes a restart")));
 }
 

@@ -15,7 +15,9 @@ use socket2::Socket;
 use tokio::io::Interest;
 use tracing::Instrument;
 
-use crate::pep::{Dir, Event, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo};
+use crate::pep::{
+    Dir, Event, FastOpen, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo,
+};
 
 use super::control::{info, FlowControl};
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
@@ -23,7 +25,7 @@ use super::reload::Revocation;
 use super::share::FlowShare;
 use super::start::{FlowStart, JUMP_CHECK};
 use super::state::Shared;
-use super::{sockopt, sys};
+use super::{fast_open, sockopt, sys};
 
 /// How often a flow refreshes its table record (bytes, state, TCP_INFO) and checks idleness.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -69,25 +71,43 @@ async fn relay_flow(
         tracing::warn!("accepted socket options: {e}");
     }
     let spoof = plan.transparent_connect.then_some(key.client);
-    let connected = match sockopt::connect_start(key.server, spoof, plan.opts(Side::Connected)) {
-        Ok(s) => {
-            let _ = s.set_linger(Some(Duration::ZERO));
-            s
-        }
+    let accepted = match sys::register(accepted) {
+        Ok(a) => a,
         Err(e) => {
-            tracing::warn!("{e}");
-            reset_accepted(&accepted);
+            tracing::warn!("register the accepted socket with the reactor: {e}");
             relay.on(Event::ConnectFailed, Instant::now());
             return (relay.state(), 0, 0);
         }
     };
-    let (accepted, connected) = match (sys::register(accepted), sys::register(connected)) {
-        (Ok(a), Ok(c)) => (a, c),
-        (a, _) => {
-            tracing::warn!("register flow sockets with the reactor failed");
-            if let Ok(a) = a {
-                reset_accepted(a.get_ref());
-            }
+    // Fast Open: the client's first bytes ride on the SYN across the satellite.
+    let first = match plan.fast_open {
+        FastOpen::Connect => fast_open::first_bytes(&accepted).await,
+        _ => Vec::new(),
+    };
+    let opts = plan.opts(Side::Connected);
+    let (connected, early) = match sockopt::connect_start(key.server, spoof, opts, &first) {
+        Ok((s, n)) => {
+            let _ = s.set_linger(Some(Duration::ZERO));
+            (s, n)
+        }
+        Err(e) => {
+            tracing::warn!("{e}");
+            reset_accepted(accepted.get_ref());
+            relay.on(Event::ConnectFailed, Instant::now());
+            return (relay.state(), 0, 0);
+        }
+    };
+    let registered = sys::register(connected).map_err(|e| e.to_string());
+    // The bytes the SYN carries leave the accepted socket, where they were only peeked.
+    let consumed = match early {
+        0 => Ok(()),
+        n => fast_open::consume(accepted.get_ref(), n).map_err(|e| format!("Fast Open: {e}")),
+    };
+    let connected = match (registered, consumed) {
+        (Ok(c), Ok(())) => c,
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::warn!("flow setup: {e}");
+            reset_accepted(accepted.get_ref());
             relay.on(Event::ConnectFailed, Instant::now());
             return (relay.state(), 0, 0);
         }
@@ -123,6 +143,27 @@ async fn relay_flow(
         tracing::warn!("connected socket options: {e}");
     }
     relay.on(Event::Connected, Instant::now());
+    if early > 0 {
+        let now = Instant::now();
+        relay.on(
+            Event::Read {
+                dir: Dir::Up,
+                n: early,
+            },
+            now,
+        );
+        relay.on(
+            Event::Written {
+                dir: Dir::Up,
+                n: early,
+            },
+            now,
+        );
+        tracing::debug!(
+            bytes = early,
+            "Fast Open: the first bytes crossed with the SYN"
+        );
+    }
     let mut quick_ack = [false; 2];
     quick_ack[plan.satellite_side as usize] = plan.opts(plan.satellite_side).quick_ack;
     // StarPEP: the sender's window is a few segments, so a delayed ACK (up to 40 ms) would

@@ -7,6 +7,7 @@
 
 mod control;
 pub mod error;
+mod fast_open;
 mod flow;
 mod listener;
 pub mod netcfg;
@@ -132,11 +133,11 @@ impl Pep {
         let mut listeners = Vec::new();
         if !plan.dst4.is_empty() {
             let a = SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
-            listeners.push((a, sockopt::listener(a, &listen_opts)?));
+            listeners.push((a, sockopt::listener(a, &listen_opts, plan.fast_open)?));
         }
         if !plan.dst6.is_empty() {
             let a = SocketAddr::from((Ipv6Addr::UNSPECIFIED, port));
-            match sockopt::listener(a, &listen_opts) {
+            match sockopt::listener(a, &listen_opts, plan.fast_open) {
                 Ok(l) => listeners.push((a, l)),
                 Err(e) if !listeners.is_empty() => tracing::warn!("IPv6 not split: {e}"),
                 Err(e) => return Err(e),

@@ -10,7 +10,7 @@
 use crate::io::undo_file::UndoFile;
 use crate::io::{cmd, IoError};
 use crate::pep::nft;
-use crate::pep::plan::{Plan, CONNECT_MARK, FWMARK, ROUTE_TABLE, RULE_PREF};
+use crate::pep::plan::{FastOpen, Plan, CONNECT_MARK, FWMARK, ROUTE_TABLE, RULE_PREF};
 use crate::pep::routes;
 use crate::undo::Change;
 
@@ -147,6 +147,10 @@ const SHRINK_WINDOW: &str = "net.ipv4.tcp_shrink_window";
 /// namespace; an operator's `0` is turned to `1` (and restored), `2` (always) is left.
 const SYNCOOKIES: &str = "net.ipv4.tcp_syncookies";
 
+/// TCP Fast Open; bit 2 (`TFO_SERVER_ENABLE`) is the namespace's consent for listeners.
+const FASTOPEN: &str = "net.ipv4.tcp_fastopen";
+const FASTOPEN_SERVER: u32 = 2;
+
 fn ip(args: &[String]) -> Result<String, ProxyError> {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     Ok(cmd::ip(&a)?)
@@ -243,16 +247,32 @@ impl NetCfg {
         if shrink_window {
             ones.push(SHRINK_WINDOW);
         }
+        let mut sets: Vec<(&'static str, String)> = Vec::new();
         for key in ones {
-            let Some(old) = cmd::sysctl_get(key).filter(|v| v != "1") else {
-                continue;
+            if let Some(old) = cmd::sysctl_get(key).filter(|v| v != "1") {
+                sets.push((key, old));
+            }
+        }
+        if let FastOpen::Listen { .. } = plan.fast_open {
+            // Bit 2 lets listeners that ask for it (ours) take data in a SYN; the client bit
+            // and what other listeners do stay as the operator set them.
+            match cmd::sysctl_get(FASTOPEN).and_then(|v| v.trim().parse::<u32>().ok()) {
+                Some(v) if v & FASTOPEN_SERVER == 0 => sets.push((FASTOPEN, v.to_string())),
+                Some(_) => {}
+                None => tracing::warn!("{FASTOPEN} unreadable: Fast Open stays off"),
+            }
+        }
+        for (key, old) in sets {
+            let new = match key {
+                FASTOPEN => (old.parse::<u32>().unwrap_or(0) | FASTOPEN_SERVER).to_string(),
+                _ => "1".to_string(),
             };
             let c = Change::Sysctl {
                 key: key.to_string(),
                 old,
             };
             n.undo.note(c.clone());
-            if let Err(e) = cmd::sysctl(key, "1") {
+            if let Err(e) = cmd::sysctl(key, &new) {
                 tracing::warn!("{e}");
                 n.undo.forget(&c);
             }

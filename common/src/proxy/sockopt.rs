@@ -10,7 +10,7 @@ use nix::sys::socket::{setsockopt, sockopt};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::pep::plan::CONNECT_MARK;
-use crate::pep::{Liveness, SocketOpts};
+use crate::pep::{FastOpen, Liveness, SocketOpts};
 
 use super::error::ProxyError;
 use super::sys;
@@ -107,8 +107,13 @@ pub fn set_buffers(s: &Socket, snd: Option<usize>, rcv: Option<usize>) -> Result
 }
 
 /// A nonblocking IP_TRANSPARENT listener on `addr` (IPv6: v6-only). Accepted sockets inherit
-/// `opts` set here (congestion control, buffers: the window scale is chosen at the SYN).
-pub fn listener(addr: SocketAddr, opts: &SocketOpts) -> Result<Socket, ProxyError> {
+/// `opts` set here (congestion control, buffers: the window scale is chosen at the SYN). With
+/// `FastOpen::Listen` it takes data in a SYN (a failure is logged: plain handshakes then).
+pub fn listener(
+    addr: SocketAddr,
+    opts: &SocketOpts,
+    fast_open: FastOpen,
+) -> Result<Socket, ProxyError> {
     let what = |w: &str| format!("TPROXY listener {addr}: {w}");
     let s = Socket::new(domain(&addr), Type::STREAM, Some(Protocol::TCP))
         .map_err(|e| ProxyError::sys(what("socket"), e))?;
@@ -123,6 +128,11 @@ pub fn listener(addr: SocketAddr, opts: &SocketOpts) -> Result<Socket, ProxyErro
     apply(&s, opts).map_err(|e| ProxyError::sys(what("options"), io::Error::other(e)))?;
     s.bind(&SockAddr::from(addr))
         .map_err(|e| ProxyError::sys(what("bind"), e))?;
+    if let FastOpen::Listen { cookie } = fast_open {
+        if let Err(e) = super::fast_open::listen(&s, cookie) {
+            tracing::warn!("{}", what(&format!("TCP_FASTOPEN: {e}; plain handshakes")));
+        }
+    }
     s.listen(BACKLOG)
         .map_err(|e| ProxyError::sys(what("listen"), e))?;
     s.set_nonblocking(true)
@@ -132,12 +142,14 @@ pub fn listener(addr: SocketAddr, opts: &SocketOpts) -> Result<Socket, ProxyErro
 
 /// A nonblocking socket toward `server` with `opts` (but the liveness ones: [`set_liveness`]
 /// once connected); with `spoof` it is IP_TRANSPARENT and bound
-/// to the originator's address (and port, when free). The connect is started, not finished.
+/// to the originator's address (and port, when free). The connect is started, not finished;
+/// with `first` bytes (Fast Open) its SYN carries what fits of them, and the count is returned.
 pub fn connect_start(
     server: SocketAddr,
     spoof: Option<SocketAddr>,
     opts: &SocketOpts,
-) -> Result<Socket, ProxyError> {
+    first: &[u8],
+) -> Result<(Socket, usize), ProxyError> {
     let what = |w: &str| format!("connect {server}: {w}");
     let s = Socket::new(domain(&server), Type::STREAM, Some(Protocol::TCP))
         .map_err(|e| ProxyError::sys(what("socket"), e))?;
@@ -161,12 +173,18 @@ pub fn connect_start(
     }
     s.set_nonblocking(true)
         .map_err(|e| ProxyError::sys(what("O_NONBLOCK"), e))?;
+    if !first.is_empty() {
+        match super::fast_open::connect(&s, server, first) {
+            Ok(n) => return Ok((s, n)),
+            Err(e) => tracing::debug!("{}", what(&format!("Fast Open: {e}; plain connect"))),
+        }
+    }
     match s.connect(&SockAddr::from(server)) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
         Err(e) => return Err(ProxyError::sys(what("connect"), e)),
     }
-    Ok(s)
+    Ok((s, 0))
 }
 
 /// The congestion control in use on a socket.

@@ -1,0 +1,112 @@
+//! TCP Fast Open on the satellite segment (`FastOpen`, `pep::FastOpen`): the box waits a moment
+//! for a new flow's first bytes from the client and sends them with its SYN toward the POP,
+//! whose TPROXY listener takes data in a SYN. A request then leaves one satellite round trip
+//! earlier. A client that sends nothing (a server-first protocol, a browser's preconnect) gets
+//! a plain handshake after [`FIRST_BYTES_WAIT`]; a POP that does not take SYN data answers a
+//! plain SYN-ACK and the kernel sends the bytes again after the handshake.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::time::Duration;
+
+use nix::sys::socket::{self, MsgFlags};
+use socket2::{SockAddr, Socket};
+use tokio::io::unix::AsyncFd;
+
+use super::sys;
+
+/// How long the box waits for a client's first bytes before a plain connect. A client-first
+/// protocol (HTTP, TLS) writes as soon as its handshake with the box completes, within a
+/// millisecond on a LAN; a server-first one pays this once, against the satellite round trip
+/// (≥ 20 ms on LEO, ~550 ms on GEO) that a client-first one saves.
+pub const FIRST_BYTES_WAIT: Duration = Duration::from_millis(10);
+
+/// At most this much rides on the SYN (the kernel takes what fits one segment).
+const FIRST_BYTES_MAX: usize = 1400;
+
+/// The listener's queue of Fast Open children not yet accepted (beyond it: a plain handshake).
+const LISTEN_QUEUE: i32 = 4096;
+
+/// Lets a listener take data in a SYN (`TCP_FASTOPEN`); without a cookie when `cookie` is
+/// false (`TCP_FASTOPEN_NO_COOKIE`). The namespace must allow it (`net.ipv4.tcp_fastopen`
+/// bit 2, set by `NetCfg`).
+pub fn listen(s: &Socket, cookie: bool) -> io::Result<()> {
+    sys::set_int(
+        s.as_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_FASTOPEN,
+        LISTEN_QUEUE,
+    )?;
+    if !cookie {
+        sys::set_int(
+            s.as_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_FASTOPEN_NO_COOKIE,
+            1,
+        )?;
+    }
+    Ok(())
+}
+
+/// The client's first bytes, peeked (they stay in the accepted socket), if any arrive within
+/// [`FIRST_BYTES_WAIT`]. Empty on timeout, EOF or error: the flow then connects plainly.
+pub async fn first_bytes(accepted: &AsyncFd<Socket>) -> Vec<u8> {
+    let peek = async {
+        loop {
+            let mut guard = accepted.readable().await.ok()?;
+            let mut buf = vec![0u8; FIRST_BYTES_MAX];
+            let fd = accepted.get_ref().as_fd();
+            match guard.try_io(|_| recv(fd, &mut buf, MsgFlags::MSG_PEEK)) {
+                Ok(Ok(n)) => {
+                    buf.truncate(n);
+                    return Some(buf);
+                }
+                Ok(Err(_)) => return None,
+                Err(_would_block) => continue,
+            }
+        }
+    };
+    tokio::time::timeout(FIRST_BYTES_WAIT, peek)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], flags: MsgFlags) -> io::Result<usize> {
+    socket::recv(fd.as_raw_fd(), buf, flags).map_err(io::Error::from)
+}
+
+/// Starts the connect of `s` toward `server` with `first` in its SYN. Returns how many of
+/// `first` the SYN carries (0: a plain SYN left, the bytes follow through the relay); an
+/// error when the kernel refused Fast Open without starting the connect (`tcp_fastopen`
+/// without its client bit): the caller then connects plainly.
+pub fn connect(s: &Socket, server: SocketAddr, first: &[u8]) -> io::Result<usize> {
+    // Send the bytes whether or not a cookie for this server is cached: the POP behind the
+    // tunnel takes them without one, and a server that wants one answers a plain SYN-ACK.
+    sys::set_int(
+        s.as_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_FASTOPEN_NO_COOKIE,
+        1,
+    )?;
+    match s.send_to_with_flags(first, &SockAddr::from(server), libc::MSG_FASTOPEN) {
+        Ok(n) => Ok(n),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// Takes the `n` bytes the SYN carried out of the accepted socket (they were peeked there).
+pub fn consume(accepted: &Socket, n: usize) -> io::Result<()> {
+    let mut buf = vec![0u8; n];
+    let mut done = 0;
+    while done < n {
+        match recv(accepted.as_fd(), &mut buf[done..], MsgFlags::empty())? {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            k => done += k,
+        }
+    }
+    Ok(())
+}

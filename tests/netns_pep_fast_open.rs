@@ -1,0 +1,110 @@
+//! Fast Open on the satellite segment (root, netns, satlink `geo`, 500 ms RTT): in a
+//! client-first exchange (a request, then the response) the first response byte reaches the
+//! client one satellite round trip after its connect with the default `FastOpen = on` (the
+//! request crossed with the box's SYN, and both kernels count it), two round trips with
+//! `FastOpen = off`. Requests and responses are sha256-checked; a server-first download and an
+//! upload longer than a SYN stay intact.
+
+#[path = "netns_pep_common.rs"]
+mod common;
+#[path = "netns_starpep_common.rs"]
+mod sp;
+
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::time::Instant;
+
+use common::*;
+use sp::*;
+use starpep_tests::{addr, payload, require_root, sha256_hex, Node, Topology};
+
+/// geo's round trip.
+const RTT: f64 = 0.5;
+const REQUEST: usize = 300;
+const RESPONSE: usize = 20_000;
+
+/// One exchange to `port`: seconds from the client's connect to the first response byte.
+fn exchange(topo: &Topology, port: u16) -> f64 {
+    let dst = sa(&format!("{}:{port}", addr::SRV));
+    let l = listen_cc(topo, Node::Srv, dst, None);
+    let request = payload(REQUEST, port as u64);
+    let response = payload(RESPONSE, port as u64 + 1);
+    let (req_sha, resp_sha) = (sha256_hex(&request), sha256_hex(&response));
+    let srv = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().expect("accept");
+        let mut got = vec![0u8; REQUEST];
+        c.read_exact(&mut got).expect("server reads the request");
+        c.write_all(&response).expect("server writes the response");
+        c.shutdown(Shutdown::Write).unwrap();
+        sha256_hex(&got)
+    });
+    let t0 = Instant::now();
+    let mut c = connect_cc(topo, Node::Pc, dst, None).expect("connect");
+    c.write_all(&request).expect("client writes the request");
+    let mut first = [0u8; 1];
+    c.read_exact(&mut first).expect("the first response byte");
+    let ttfb = t0.elapsed().as_secs_f64();
+    let mut rest = Vec::new();
+    c.read_to_end(&mut rest).expect("the response");
+    let mut got = first.to_vec();
+    got.extend(rest);
+    assert_eq!(srv.join().expect("server"), req_sha, "request corrupted");
+    assert_eq!(sha256_hex(&got), resp_sha, "response corrupted");
+    ttfb
+}
+
+/// `TcpExt: NAME` of a namespace (`/proc/net/netstat` is per namespace).
+fn tcp_ext(topo: &Topology, node: Node, name: &str) -> u64 {
+    let s = topo
+        .run_ok(node, &["cat", "/proc/net/netstat"])
+        .expect("netstat");
+    let lines: Vec<&str> = s.lines().filter(|l| l.starts_with("TcpExt:")).collect();
+    let [names, values] = lines[..] else {
+        panic!("no TcpExt in {s}")
+    };
+    let i = names
+        .split_whitespace()
+        .position(|n| n == name)
+        .unwrap_or_else(|| panic!("{name} not in {names}"));
+    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+}
+
+/// The median of three exchanges' first-byte times, and the Fast Open counters (box, POP).
+fn measure(b: &Bed, base_port: u16) -> (f64, u64, u64) {
+    let mut t: Vec<f64> = (0..3).map(|i| exchange(&b.topo, base_port + i)).collect();
+    t.sort_by(f64::total_cmp);
+    eprintln!("first response byte after {t:?} s");
+    // Intact both ways with a server-first download and a long upload.
+    for (i, down) in [(10, true), (11, false)] {
+        let dst = sa(&format!("{}:{}", addr::SRV, base_port + i));
+        let x = transfer(&b.topo, dst, 200_000, down, base_port as u64 + i as u64);
+        assert_eq!(x.sent_sha, x.recv_sha, "transfer (down {down}) corrupted");
+    }
+    (
+        t[1],
+        tcp_ext(&b.topo, Node::Box, "TCPFastOpenActive"),
+        tcp_ext(&b.topo, Node::Pop, "TCPFastOpenPassive"),
+    )
+}
+
+#[test]
+fn a_request_crosses_with_the_syn_and_saves_a_round_trip() {
+    if !require_root() {
+        return;
+    }
+    let _l = LINK.lock().unwrap_or_else(|e| e.into_inner());
+    let (on, active, passive) = measure(&bed("geo", false, &[]), 6100);
+    eprintln!("FastOpen on: {on:.3} s, box active {active}, POP passive {passive}");
+    let (off, active_off, passive_off) = measure(&bed("geo", false, &[("FastOpen", "off")]), 6200);
+    eprintln!("FastOpen off: {off:.3} s, box active {active_off}, POP passive {passive_off}");
+    // The three exchanges and the upload open with data; the download's server speaks first.
+    assert!(active >= 4 && passive >= 4, "{active} / {passive}");
+    assert_eq!((active_off, passive_off), (0, 0));
+    assert!(on < 1.5 * RTT, "FastOpen on: first byte after {on:.3} s");
+    assert!(off > 1.5 * RTT, "FastOpen off: first byte after {off:.3} s");
+    assert!(
+        off - on > 0.8 * RTT,
+        "saved {:.3} s of a {RTT} s round trip",
+        off - on
+    );
+}
