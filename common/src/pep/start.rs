@@ -400,6 +400,9 @@ pub struct Jump {
     pacing: u64,
     /// `bytes_acked` and the time when the flow first had data acknowledged.
     started: Option<Duration>,
+    /// Retransmissions of the handshake (a Fast Open child resends its SYN-ACK to a repeated
+    /// SYN): not losses of the jump.
+    handshake_lost: u32,
     state: JumpState,
 }
 
@@ -435,6 +438,9 @@ pub struct JumpSample {
     pub lost: u32,
     pub delivery_rate: u64,
     pub srtt: Duration,
+    /// The socket still waits for its handshake's last ACK (a Fast Open child in SYN_RECV,
+    /// already sending): what it retransmits is the SYN-ACK.
+    pub handshake: bool,
 }
 
 impl Jump {
@@ -445,6 +451,7 @@ impl Jump {
             window: segs as u64 * mss as u64,
             pacing,
             started: None,
+            handshake_lost: 0,
             state: JumpState::Unvalidated,
         })
     }
@@ -460,15 +467,20 @@ impl Jump {
     /// One look at the socket. The jump is validated once its window was acknowledged, or two
     /// RTTs after the first acknowledgement (the application had less to send), without loss;
     /// a loss before that retreats to the delivery rate (at least a quarter of the jump's) for
-    /// two RTTs, then releases.
+    /// two RTTs, then releases. Retransmissions during the handshake are not losses.
     pub fn on_sample(&mut self, now: Duration, s: &JumpSample) -> JumpAction {
+        if s.handshake {
+            self.handshake_lost = s.lost;
+            return JumpAction::Keep;
+        }
+        let lost = s.lost.saturating_sub(self.handshake_lost);
         if s.bytes_acked > 0 && self.started.is_none() {
             self.started = Some(now);
         }
         let srtt = s.srtt.max(Duration::from_millis(1));
         match self.state {
             JumpState::Done => JumpAction::Keep,
-            JumpState::Unvalidated if s.lost > 0 => {
+            JumpState::Unvalidated if lost > 0 => {
                 // Never below a quarter of the jump's rate: the kernel spaces each packet by
                 // its length over the rate when it is sent, and a later, higher rate does not
                 // take back a gap already scheduled (one segment at a few bytes/s would stall the

@@ -29,6 +29,9 @@ pub struct SegmentInfo {
     pub rcv_wnd: Option<u32>,
 }
 
+/// `TCP_SYN_RECV` in `tcpi_state` (`include/net/tcp_states.h`).
+const TCP_SYN_RECV: u8 = 3;
+
 /// The raw fields we use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpInfo {
@@ -104,6 +107,12 @@ mod off {
 pub const MIN_LEN: usize = 104;
 
 impl TcpInfo {
+    /// `tcpi_state` is `TCP_SYN_RECV`: a passive socket waiting for its handshake's last ACK
+    /// (a Fast Open child can already send).
+    pub fn syn_recv(&self) -> bool {
+        self.state == TCP_SYN_RECV
+    }
+
     /// Parses the bytes `getsockopt(TCP_INFO)` returned; `None` if shorter than [`MIN_LEN`].
     pub fn parse(b: &[u8]) -> Option<TcpInfo> {
         if b.len() < MIN_LEN {

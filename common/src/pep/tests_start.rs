@@ -225,6 +225,7 @@ fn sample(acked: u64, lost: u32, rate: u64) -> JumpSample {
         lost,
         delivery_rate: rate,
         srtt: ms(500),
+        handshake: false,
     }
 }
 
@@ -271,6 +272,34 @@ fn a_short_flows_jump_is_validated_two_rtts_after_its_first_ack() {
     assert_eq!(
         j.on_sample(ms(1500), &sample(20_000, 0, 1)),
         JumpAction::Release
+    );
+}
+
+#[test]
+fn a_resent_syn_ack_is_not_a_loss_of_the_jump() {
+    // A Fast Open child sends its jump in SYN_RECV and resends its SYN-ACK to a repeated SYN.
+    let mut j = a_jump();
+    let handshake = |lost| JumpSample {
+        handshake: true,
+        ..sample(0, lost, 0)
+    };
+    assert_eq!(j.on_sample(ms(0), &handshake(0)), JumpAction::Keep);
+    assert_eq!(j.on_sample(ms(30), &handshake(1)), JumpAction::Keep);
+    // Established: the SYN-ACK's retransmission stays in tcpi_total_retrans.
+    assert_eq!(
+        j.on_sample(ms(500), &sample(20_000, 1, 1_000_000)),
+        JumpAction::Keep
+    );
+    assert_eq!(
+        j.on_sample(ms(900), &sample(700_000, 1, 1_200_000)),
+        JumpAction::Release
+    );
+    // A data loss after the handshake still retreats.
+    let mut j = a_jump();
+    j.on_sample(ms(0), &handshake(1));
+    assert_eq!(
+        j.on_sample(ms(600), &sample(50_000, 3, 400_000)),
+        JumpAction::Pace(400_000)
     );
 }
 

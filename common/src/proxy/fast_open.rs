@@ -4,6 +4,10 @@
 //! earlier. A client that sends nothing (a server-first protocol, a browser's preconnect) gets
 //! a plain handshake after [`FIRST_BYTES_WAIT`]; a POP that does not take SYN data answers a
 //! plain SYN-ACK and the kernel sends the bytes again after the handshake.
+//!
+//! At the POP the answer can start before the handshake completes (the child socket is in
+//! SYN_RECV until the box's ACK, one satellite round trip later), but only if it is pushed: see
+//! [`push_before_ack`].
 
 use std::io;
 use std::net::SocketAddr;
@@ -24,6 +28,9 @@ pub const FIRST_BYTES_WAIT: Duration = Duration::from_millis(10);
 
 /// At most this much rides on the SYN (the kernel takes what fits one segment).
 const FIRST_BYTES_MAX: usize = 1400;
+
+/// How often a Fast Open child still waiting for the handshake's ACK is pushed.
+pub const SYN_RECV_PUSH: Duration = Duration::from_millis(2);
 
 /// The listener's queue of Fast Open children not yet accepted (beyond it: a plain handshake).
 const LISTEN_QUEUE: i32 = 4096;
@@ -95,6 +102,29 @@ pub fn connect(s: &Socket, server: SocketAddr, first: &[u8]) -> io::Result<usize
         Ok(n) => Ok(n),
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(0),
         Err(e) => Err(e),
+    }
+}
+
+/// Sends what a Fast Open child may send before the client's ACK arrives; returns whether it
+/// still waits for that ACK (call again after [`SYN_RECV_PUSH`]).
+///
+/// The kernel lets a child in SYN_RECV send (RFC 7413, up to its window and the SYN's unscaled
+/// window, 64 KiB), but its paced transmissions (BBR always paces, and so does
+/// `SO_MAX_PACING_RATE`) resume from the pacing timer, whose handler only writes in the
+/// established states: after the first burst (one TSO packet, 10 segments) the rest waited
+/// for the ACK, a whole satellite round trip. Setting `TCP_NODELAY` pushes the pending frames
+/// (`__tcp_sock_set_nodelay`); each push sends what the pacing allows by then.
+pub fn push_before_ack(s: &Socket) -> bool {
+    match super::control::info(s) {
+        Some(i) if i.syn_recv() => {
+            let nagle = !s.tcp_nodelay().unwrap_or(true);
+            let _ = s.set_tcp_nodelay(true);
+            if nagle {
+                let _ = s.set_tcp_nodelay(false);
+            }
+            true
+        }
+        _ => false,
     }
 }
 

@@ -332,6 +332,9 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
     let mut tick =
         tokio::time::interval_at(tokio::time::Instant::now() + SAMPLE_EVERY, SAMPLE_EVERY);
     let mut jump_tick = tokio::time::interval(JUMP_CHECK);
+    // A Fast Open child answers before the handshake's ACK only when pushed.
+    let mut before_ack = matches!(plan.fast_open, FastOpen::Listen { .. });
+    let mut push_tick = tokio::time::interval(fast_open::SYN_RECV_PUSH);
     let mut shutdown = shared.shutdown_rx.clone();
     let fail = |f: Failure| {
         tracing::debug!("{:?} socket failed: {}", f.side, f.error);
@@ -383,6 +386,9 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
                 if let Some(s) = start.as_deref_mut() {
                     s.jump_tick(io.sock(plan.satellite_side).get_ref(), shared.clock.now());
                 }
+            },
+            _ = push_tick.tick(), if before_ack => {
+                before_ack = fast_open::push_before_ack(io.accepted.get_ref());
             },
             _ = super::until_shutdown(&mut shutdown) => {
                 let a = io.event(Event::Shutdown);

@@ -167,6 +167,7 @@ impl FlowStart {
             lost: i.total_retrans.saturating_add(i.lost),
             delivery_rate: i.delivery_rate.unwrap_or(0),
             srtt: Duration::from_micros(i.rtt_us as u64),
+            handshake: i.syn_recv(),
         };
         let rate = match j.on_sample(now, &s) {
             JumpAction::Keep => return,
