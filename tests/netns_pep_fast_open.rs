@@ -4,8 +4,8 @@
 //! request crossed with the box's SYN, and both kernels count it), two round trips with
 //! `FastOpen = off`. With the link configured (`LinkRate`), the whole response (more than the
 //! kernel's initial window, less than the SYN's 64 KiB window) arrives within that round trip
-//! too: the POP's Fast Open child sends it before the handshake's ACK. Requests and responses are sha256-checked; a server-first
-//! download and an upload longer than a SYN stay intact.
+//! too: the POP's Fast Open child sends it before the handshake's ACK. Requests and responses
+//! are sha256-checked; a server-first download and an upload longer than a SYN stay intact.
 
 #[path = "netns_pep_common.rs"]
 mod common;
