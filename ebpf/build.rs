@@ -33,10 +33,13 @@ fn main() {
         Err(reason) => {
             println!("cargo:warning=starpep-ebpf: eBPF object not built: {reason}");
             println!("cargo:warning=starpep-ebpf: WindowRewriter::load() will return EbpfError::NotBuilt");
-            // Build again once clang and libbpf's headers are installed (a path that does not
-            // exist yet keeps the script re-running until it does).
-            println!("cargo:rerun-if-changed=/usr/bin/clang");
-            println!("cargo:rerun-if-changed=/usr/include/bpf/bpf_helpers.h");
+            // Build again on every build until it works: a path that never exists keeps the
+            // script stale. Watching clang's own path is not enough: a package installs it
+            // with its release date as mtime, older than this run, so cargo would never rerun.
+            println!(
+                "cargo:rerun-if-changed={}",
+                out_dir.join("rerun-until-the-object-builds").display()
+            );
             let _ = fs::remove_file(&object);
             let _ = writeln!(rs, "pub(crate) const OBJECT: Option<&[u8]> = None;");
             let _ = writeln!(rs, "pub(crate) const NOT_BUILT: &str = {reason:?};");
