@@ -152,7 +152,9 @@ impl Setup {
         match self {
             Setup::Split => &["Mode=split"],
             Setup::SplitCubic => &["Mode=split", "Congestion=cubic"],
-            Setup::Starpep => &["Mode=starpep"],
+            // The default mode's back-end where eBPF loads, named, so that a build without
+            // the eBPF object fails the cell instead of measuring the clamp under this name.
+            Setup::Starpep => &["Mode=starpep", "WindowControl=ebpf"],
             Setup::StarpepClamp => &["Mode=starpep", "WindowControl=clamp"],
             Setup::Plain
             | Setup::Wireguard
