@@ -159,15 +159,19 @@ pub struct RateSample {
     pub delivered: f64,
     /// The flow's base RTT.
     pub rtt: Duration,
+    /// What the flow delivered since it started (bytes): a flow that has not yet carried the
+    /// path's BDP cannot have measured the path.
+    pub total: u64,
 }
 
 impl RateSample {
-    /// A flow whose estimate is what it delivered.
+    /// A long-running flow whose estimate is what it delivered.
     pub fn alone(rate: f64, rtt: Duration) -> RateSample {
         RateSample {
             capacity: rate,
             delivered: rate,
             rtt,
+            total: u64::MAX,
         }
     }
 }
@@ -178,6 +182,20 @@ struct FlowRate {
     delivered: f64,
     rtt: Duration,
     at: Duration,
+    total: u64,
+}
+
+/// Round trips of its own rate a flow must have carried before its estimate can lower a path's.
+pub const MEASURING_RTTS: f64 = 2.0;
+
+impl FlowRate {
+    /// Whether this flow ran long enough to measure its path: it carried [`MEASURING_RTTS`]
+    /// round trips at its own rate, or the BDP the path is believed to have (`known_bdp`).
+    /// A flow that ends in its first round trip reports its own size, not the link's.
+    fn measured_path(&self, known_bdp: f64) -> bool {
+        let own = MEASURING_RTTS * self.capacity.max(self.delivered) * self.rtt.as_secs_f64();
+        self.total as f64 >= own.min(known_bdp)
+    }
 }
 
 /// A path's aggregate: its rate (bytes/s), its least RTT, and when.
@@ -239,6 +257,13 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     /// The path carries the larger of the largest single estimate (one flow that filled the
     /// link measured it) and the sum of the deliveries (flows that share it): summing the
     /// estimates would count the link once per flow whose filter still holds its solo rate.
+    ///
+    /// Short flows do not lower what the path is believed to carry: an aggregate below the
+    /// path's memory (or the configured link) replaces it only when one of its flows has run
+    /// long enough to measure ([`FlowRate::measured_path`]). A 48 KB answer on GEO ends in its
+    /// first round trip, and its delivery rate says how short it was, not what the link
+    /// carries; a capacity drop is seen by the longer flows, and a jump planned on a rate that
+    /// is no longer there retreats ([`Jump`]).
     pub fn on_sample(&mut self, path: &K, flow: u64, now: Duration, s: RateSample) {
         let finite = |r: f64| r.is_finite() && r >= 0.0;
         if !(finite(s.capacity) && finite(s.delivered) && s.capacity.max(s.delivered) > 0.0)
@@ -246,6 +271,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
         {
             return;
         }
+        let configured = self.p.configured;
         let st = self.paths.entry(path.clone()).or_default();
         st.flows.insert(
             flow,
@@ -254,20 +280,31 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
                 delivered: s.delivered,
                 rtt: s.rtt,
                 at: now,
+                total: s.total,
             },
         );
         let busy = st
             .flows
             .values()
             .filter(|f| now.saturating_sub(f.at) <= FRESH);
-        let (top, sum, rtt) = busy.fold((0.0f64, 0.0, Duration::MAX), |(t, d, r), f| {
-            (t.max(f.capacity), d + f.delivered, r.min(f.rtt))
-        });
-        st.last = Some(PathRate {
-            rate: top.max(sum),
-            rtt,
-            at: now,
-        });
+        let known = st
+            .last
+            .filter(|l| now.saturating_sub(l.at) <= MAX_AGE)
+            .map(|l| Link {
+                rate: l.rate,
+                rtt: l.rtt,
+            })
+            .or(configured);
+        let (top, sum, rtt, measured) =
+            busy.fold((0.0f64, 0.0, Duration::MAX, false), |(t, d, r, m), f| {
+                let m = m || known.is_none_or(|k| f.measured_path(k.bdp()));
+                (t.max(f.capacity), d + f.delivered, r.min(f.rtt), m)
+            });
+        let rate = top.max(sum);
+        if known.is_some_and(|k| rate < k.rate) && !measured {
+            return;
+        }
+        st.last = Some(PathRate { rate, rtt, at: now });
     }
 
     /// The flow ended: it no longer takes a share (the path keeps its measurement).

@@ -120,6 +120,7 @@ fn two_flows_whose_filters_each_hold_the_whole_link_count_it_once() {
         capacity: 1.25e6,
         delivered: 0.625e6,
         rtt,
+        total: u64::MAX,
     };
     s.on_sample(&0, 1, ms(1000), half(ms(500)));
     s.on_sample(&0, 2, ms(1300), half(ms(510)));
@@ -135,6 +136,7 @@ fn two_flows_whose_filters_each_hold_the_whole_link_count_it_once() {
             capacity: 0.5e6,
             delivered: 0.7e6,
             rtt: ms(500),
+            total: u64::MAX,
         };
         s.on_sample(&0, f, ms(t), r);
     }
@@ -150,6 +152,65 @@ fn zero_and_non_finite_samples_are_ignored() {
     s.on_sample(&0, 1, ms(0), RateSample::alone(f64::NAN, ms(500)));
     s.on_sample(&0, 1, ms(0), RateSample::alone(1e6, Duration::ZERO));
     assert_eq!(s.plan(&0, ms(10)).source, Source::Default);
+}
+
+/// A flow that had delivered `total` bytes when it reported `rate` (bytes/s) on a 500 ms path.
+fn short(rate: f64, total: u64) -> RateSample {
+    RateSample {
+        total,
+        ..RateSample::alone(rate, ms(500))
+    }
+}
+
+#[test]
+fn a_short_flow_does_not_lower_what_the_path_measured_and_a_long_one_does() {
+    let mut s = starts(None, no_schedule());
+    s.on_sample(&0, 1, ms(0), RateSample::alone(1.25e6, ms(500)));
+    s.on_end(&0, 1);
+    let before = s.plan(&0, ms(1000));
+    // A 48 KB answer, done in its first round trip, reports ~96 KB/s: its size, not the link's.
+    s.on_sample(&0, 2, ms(1500), short(96e3, 48_000));
+    s.on_end(&0, 2);
+    let after = s.plan(&0, ms(2000));
+    assert_eq!(after.source, Source::Measured);
+    assert_eq!(
+        after.init_cwnd, before.init_cwnd,
+        "a short flow lowered the path"
+    );
+    // A flow that carried two round trips at its own rate did measure the path: the link has
+    // less to give now.
+    s.on_sample(&0, 3, ms(3000), short(0.6e6, 600_000));
+    s.on_end(&0, 3);
+    let lower = s.plan(&0, ms(3500));
+    assert!(
+        lower.init_cwnd.unwrap() < before.init_cwnd.unwrap() * 3 / 5,
+        "{lower:?} vs {before:?}"
+    );
+    // A short flow may still raise it.
+    s.on_sample(&0, 4, ms(4000), short(1.0e6, 50_000));
+    s.on_end(&0, 4);
+    assert!(s.plan(&0, ms(4000)).init_cwnd > lower.init_cwnd);
+}
+
+#[test]
+fn a_short_flow_does_not_replace_the_configured_link_and_a_long_one_does() {
+    let mut s = starts(Some(geo()), no_schedule());
+    s.on_sample(&0, 1, ms(0), short(96e3, 48_000));
+    s.on_end(&0, 1);
+    assert_eq!(s.plan(&0, ms(500)).source, Source::Configured);
+    // A configured rate ten times too high: a flow that ran two round trips at what the link
+    // really carries replaces it, long before it could carry the configured BDP.
+    let mut s = starts(
+        Some(Link {
+            rate: 12.5e6,
+            rtt: ms(500),
+        }),
+        no_schedule(),
+    );
+    s.on_sample(&0, 1, ms(0), short(1.25e6, 1_300_000));
+    let p = s.plan(&0, ms(500));
+    assert_eq!(p.source, Source::Measured);
+    assert_eq!(p.init_cwnd, Some((geo().bdp() / 2.0 / MSS as f64) as u32));
 }
 
 #[test]

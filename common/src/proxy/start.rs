@@ -208,6 +208,7 @@ impl FlowStart {
                 capacity: rate,
                 delivered: delta as f64 / period.as_secs_f64().max(1e-3),
                 rtt,
+                total: delivered,
             };
             tracing::debug!(
                 capacity = s.capacity,
