@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -46,20 +46,20 @@ pub struct FloodStats {
     pub rate: f64,
 }
 
-/// A running flood; [`Flood::stop`] ends it and aborts every socket it holds.
+/// A running flood; [`Flood::join`] waits for its end, and dropping it stops it early. Either
+/// way every socket it holds is aborted.
 pub struct Flood {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<FloodStats>,
+    handle: Option<JoinHandle<FloodStats>>,
 }
 
-/// Starts `rate` non-blocking connects a second for at most `run` from the namespace `ns`,
-/// from `src` (or the default address), round robin over `dsts`. Each socket is held for
-/// `hold` and then aborted (`SO_LINGER` 0: an RST if it had connected), as a flood that gives
-/// up on its connects would. The connects are issued in batches every millisecond, so the
-/// rate holds whatever the sleep granularity.
+/// Starts `rate` non-blocking connects a second for `run` from the namespace `ns` (from its
+/// default source address, the kernel choosing each port at connect), round robin over
+/// `dsts`. Each socket is held for `hold` and then aborted (`SO_LINGER` 0: an RST if it had
+/// connected), as a flood that gives up on its connects would. The connects are issued in
+/// batches every millisecond, so the rate holds whatever the sleep granularity.
 pub fn sustain(
     ns: String,
-    src: Option<IpAddr>,
     dsts: Vec<SocketAddr>,
     rate: u64,
     hold: Duration,
@@ -68,23 +68,33 @@ pub fn sustain(
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let handle = std::thread::spawn(move || {
-        starpep_testbed::topo::netns::run_in(&ns, move || {
-            flood_loop(src, &dsts, rate, hold, run, &flag)
-        })
-        .expect("enter the flood's namespace")
+        starpep_testbed::topo::netns::run_in(&ns, move || flood_loop(&dsts, rate, hold, run, &flag))
+            .expect("enter the flood's namespace")
     });
-    Flood { stop, handle }
+    Flood {
+        stop,
+        handle: Some(handle),
+    }
 }
 
 impl Flood {
-    pub fn stop(self) -> FloodStats {
+    /// Waits until the flood has run its course.
+    pub fn join(mut self) -> FloodStats {
+        let h = self.handle.take().expect("joined once");
+        h.join().expect("flood thread")
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
         self.stop.store(true, Relaxed);
-        self.handle.join().expect("flood thread")
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
     }
 }
 
 fn flood_loop(
-    src: Option<IpAddr>,
     dsts: &[SocketAddr],
     rate: u64,
     hold: Duration,
@@ -105,10 +115,6 @@ fn flood_loop(
             st.attempted += 1;
             let s = Socket::new(Domain::for_address(dst), Type::STREAM, None).expect("socket");
             s.set_nonblocking(true).unwrap();
-            if let Some(ip) = src {
-                s.bind(&SocketAddr::new(ip, 0).into())
-                    .expect("bind the flood's source");
-            }
             match s.connect(&dst.into()) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(nix::libc::EINPROGRESS) => {}

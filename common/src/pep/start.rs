@@ -159,9 +159,12 @@ pub struct RateSample {
     pub delivered: f64,
     /// The flow's base RTT.
     pub rtt: Duration,
-    /// What the flow delivered since it started (bytes): a flow that has not yet carried the
-    /// path's BDP cannot have measured the path.
+    /// What the flow delivered since it last became busy (bytes): a flow that has not yet
+    /// carried a few round trips cannot have measured the path.
     pub total: u64,
+    /// The flow's careful-resume jump met loss (it retreated): its rate is evidence that the
+    /// path carries less than planned, however short the flow.
+    pub congested: bool,
 }
 
 impl RateSample {
@@ -172,6 +175,7 @@ impl RateSample {
             delivered: rate,
             rtt,
             total: u64::MAX,
+            congested: false,
         }
     }
 }
@@ -183,6 +187,7 @@ struct FlowRate {
     rtt: Duration,
     at: Duration,
     total: u64,
+    congested: bool,
 }
 
 /// Round trips of its own rate a flow must have carried before its estimate can lower a path's.
@@ -190,11 +195,12 @@ pub const MEASURING_RTTS: f64 = 2.0;
 
 impl FlowRate {
     /// Whether this flow ran long enough to measure its path: it carried [`MEASURING_RTTS`]
-    /// round trips at its own rate, or the BDP the path is believed to have (`known_bdp`).
-    /// A flow that ends in its first round trip reports its own size, not the link's.
+    /// round trips at its own rate, or the BDP the path is believed to have (`known_bdp`), or
+    /// its jump met loss. A flow that ends in its first round trip reports its own size, not
+    /// the link's.
     fn measured_path(&self, known_bdp: f64) -> bool {
         let own = MEASURING_RTTS * self.capacity.max(self.delivered) * self.rtt.as_secs_f64();
-        self.total as f64 >= own.min(known_bdp)
+        self.congested || self.total as f64 >= own.min(known_bdp)
     }
 }
 
@@ -260,10 +266,11 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     ///
     /// Short flows do not lower what the path is believed to carry: an aggregate below the
     /// path's memory (or the configured link) replaces it only when one of its flows has run
-    /// long enough to measure ([`FlowRate::measured_path`]). A 48 KB answer on GEO ends in its
+    /// long enough to measure ([`FlowRate::measured_path`]), or the busy flows together carried
+    /// [`MEASURING_RTTS`] round trips of the aggregate. A 48 KB answer on GEO ends in its
     /// first round trip, and its delivery rate says how short it was, not what the link
-    /// carries; a capacity drop is seen by the longer flows, and a jump planned on a rate that
-    /// is no longer there retreats ([`Jump`]).
+    /// carries; a capacity drop is seen by the longer flows, or by a jump planned on a rate
+    /// that is no longer there, which meets loss and retreats ([`Jump`]).
     pub fn on_sample(&mut self, path: &K, flow: u64, now: Duration, s: RateSample) {
         let finite = |r: f64| r.is_finite() && r >= 0.0;
         if !(finite(s.capacity) && finite(s.delivered) && s.capacity.max(s.delivered) > 0.0)
@@ -281,6 +288,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
                 rtt: s.rtt,
                 at: now,
                 total: s.total,
+                congested: s.congested,
             },
         );
         let busy = st
@@ -295,13 +303,18 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
                 rtt: l.rtt,
             })
             .or(configured);
-        let (top, sum, rtt, measured) =
-            busy.fold((0.0f64, 0.0, Duration::MAX, false), |(t, d, r, m), f| {
+        let (top, sum, rtt, total, measured) = busy.fold(
+            (0.0f64, 0.0, Duration::MAX, 0u64, false),
+            |(t, d, r, n, m), f| {
                 let m = m || known.is_none_or(|k| f.measured_path(k.bdp()));
-                (t.max(f.capacity), d + f.delivered, r.min(f.rtt), m)
-            });
+                let n = n.saturating_add(f.total);
+                (t.max(f.capacity), d + f.delivered, r.min(f.rtt), n, m)
+            },
+        );
         let rate = top.max(sum);
-        if known.is_some_and(|k| rate < k.rate) && !measured {
+        let together =
+            |k: Link| total as f64 >= (MEASURING_RTTS * rate * k.rtt.as_secs_f64()).min(k.bdp());
+        if known.is_some_and(|k| rate < k.rate && !together(k)) && !measured {
             return;
         }
         st.last = Some(PathRate { rate, rtt, at: now });
@@ -318,7 +331,8 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     pub fn expire(&mut self, now: Duration) {
         self.paths.retain(|_, st| {
             st.flows.retain(|_, f| now.saturating_sub(f.at) <= MAX_AGE);
-            st.last.is_some_and(|l| now.saturating_sub(l.at) <= MAX_AGE)
+            // A path whose samples were all too short to measure still has its busy flows.
+            !st.flows.is_empty() || st.last.is_some_and(|l| now.saturating_sub(l.at) <= MAX_AGE)
         });
     }
 
@@ -441,6 +455,8 @@ pub struct Jump {
     /// SYN): not losses of the jump.
     handshake_lost: u32,
     state: JumpState,
+    /// The jump met loss before it was validated.
+    retreated: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -490,6 +506,7 @@ impl Jump {
             started: None,
             handshake_lost: 0,
             state: JumpState::Unvalidated,
+            retreated: false,
         })
     }
 
@@ -499,6 +516,11 @@ impl Jump {
 
     pub fn done(&self) -> bool {
         self.state == JumpState::Done
+    }
+
+    /// The jump met loss before it was validated: the path carried less than planned.
+    pub fn retreated(&self) -> bool {
+        self.retreated
     }
 
     /// One look at the socket. The jump is validated once its window was acknowledged, or two
@@ -528,6 +550,7 @@ impl Jump {
                 self.state = JumpState::Retreat {
                     until: now + 2 * srtt,
                 };
+                self.retreated = true;
                 JumpAction::Pace(rate)
             }
             JumpState::Unvalidated => {

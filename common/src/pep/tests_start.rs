@@ -121,6 +121,7 @@ fn two_flows_whose_filters_each_hold_the_whole_link_count_it_once() {
         delivered: 0.625e6,
         rtt,
         total: u64::MAX,
+        congested: false,
     };
     s.on_sample(&0, 1, ms(1000), half(ms(500)));
     s.on_sample(&0, 2, ms(1300), half(ms(510)));
@@ -137,6 +138,7 @@ fn two_flows_whose_filters_each_hold_the_whole_link_count_it_once() {
             delivered: 0.7e6,
             rtt: ms(500),
             total: u64::MAX,
+            congested: false,
         };
         s.on_sample(&0, f, ms(t), r);
     }
@@ -211,6 +213,60 @@ fn a_short_flow_does_not_replace_the_configured_link_and_a_long_one_does() {
     let p = s.plan(&0, ms(500));
     assert_eq!(p.source, Source::Measured);
     assert_eq!(p.init_cwnd, Some((geo().bdp() / 2.0 / MSS as f64) as u32));
+}
+
+#[test]
+fn flows_too_short_to_measure_still_take_their_share_after_expire() {
+    let mut s = starts(Some(geo()), no_schedule());
+    for f in 1..=3 {
+        s.on_sample(&0, f, ms(100 * f), short(96e3, 48_000));
+    }
+    s.expire(ms(400));
+    let p = s.plan(&0, ms(400));
+    assert_eq!((p.source, p.busy), (Source::Configured, 3));
+}
+
+#[test]
+fn many_short_flows_together_measure_a_drop_and_so_does_a_failed_jump() {
+    // The link fell to 0.6 MB/s: ten flows of 300 KB each, none long enough alone, together
+    // carried it for over two round trips.
+    let mut s = starts(None, no_schedule());
+    s.on_sample(&0, 100, ms(0), RateSample::alone(1.25e6, ms(500)));
+    s.on_end(&0, 100);
+    for f in 1..=10 {
+        let r = RateSample {
+            capacity: 0.6e6,
+            delivered: 0.06e6,
+            rtt: ms(500),
+            total: 300_000,
+            congested: false,
+        };
+        s.on_sample(&0, f, ms(1000 + f), r);
+    }
+    for f in 1..=10 {
+        s.on_end(&0, f);
+    }
+    let p = s.plan(&0, ms(2000));
+    assert!(
+        p.init_cwnd.unwrap() < (geo().bdp() / MSS as f64) as u32,
+        "{p:?}"
+    );
+    // A short flow whose jump met loss lowers the path at once.
+    let mut s = starts(None, no_schedule());
+    s.on_sample(&0, 100, ms(0), RateSample::alone(1.25e6, ms(500)));
+    s.on_end(&0, 100);
+    let full = s.plan(&0, ms(100)).init_cwnd.unwrap();
+    s.on_sample(
+        &0,
+        1,
+        ms(1000),
+        RateSample {
+            congested: true,
+            ..short(0.3e6, 60_000)
+        },
+    );
+    s.on_end(&0, 1);
+    assert!(s.plan(&0, ms(1100)).init_cwnd.unwrap() < full / 3);
 }
 
 #[test]

@@ -114,6 +114,9 @@ pub struct FlowStart {
     jump: Option<Jump>,
     delivered: u64,
     at: Duration,
+    /// `delivered` when the flow last became busy: what it carried since is its busy stretch
+    /// (a keep-alive connection's earlier answers do not make a later short one long).
+    busy_from: u64,
 }
 
 impl FlowStart {
@@ -149,6 +152,7 @@ impl FlowStart {
             jump,
             delivered: 0,
             at: now,
+            busy_from: 0,
         })
     }
 
@@ -203,22 +207,25 @@ impl FlowStart {
                 .map(|r| r as f64)
                 .zip(i.min_rtt_us.map(|us| Duration::from_micros(us as u64))),
         };
-        if let Some((rate, rtt)) = measured.filter(|(r, _)| busy(delta, period, *r)) {
-            let s = RateSample {
-                capacity: rate,
-                delivered: delta as f64 / period.as_secs_f64().max(1e-3),
-                rtt,
-                total: delivered,
-            };
-            tracing::debug!(
-                capacity = s.capacity,
-                delivered = s.delivered,
-                rtt_ms = s.rtt.as_secs_f64() * 1e3,
-                controlled = control.is_some(),
-                "start sample"
-            );
-            lock(starts).on_sample(&self.path, self.id, now, s);
-        }
+        let Some((rate, rtt)) = measured.filter(|(r, _)| busy(delta, period, *r)) else {
+            self.busy_from = delivered;
+            return;
+        };
+        let s = RateSample {
+            capacity: rate,
+            delivered: delta as f64 / period.as_secs_f64().max(1e-3),
+            rtt,
+            total: delivered.saturating_sub(self.busy_from),
+            congested: self.jump.as_ref().is_some_and(Jump::retreated),
+        };
+        tracing::debug!(
+            capacity = s.capacity,
+            delivered = s.delivered,
+            rtt_ms = s.rtt.as_secs_f64() * 1e3,
+            controlled = control.is_some(),
+            "start sample"
+        );
+        lock(starts).on_sample(&self.path, self.id, now, s);
     }
 
     /// The flow ended.
