@@ -1,9 +1,9 @@
 //! The satellite segment's start, careful resume (root, netns, satlink `geo`): a new flow
 //! starts at its share of what its path measured, paced (seen in a capture on the POP's
-//! tunnel, before encryption); it shares with a flow already running; with nothing measured
-//! and no `LinkRate` it starts from the kernel's defaults; a `LinkRate` ten times too high
-//! neither collapses a flow nor stalls the other flows of the peer. Every payload is
-//! sha256-checked.
+//! tunnel, before encryption); beside a flow already running it gets most of the link while
+//! it is young, and neither stalls; with nothing measured and no `LinkRate` it starts from the
+//! kernel's defaults; a `LinkRate` ten times too high neither collapses a flow nor stalls the
+//! other flows of the peer. Every payload is sha256-checked.
 
 #[path = "netns_pep_common.rs"]
 mod common;
@@ -162,7 +162,7 @@ fn a_new_flow_starts_at_the_measured_rate_paced() {
 }
 
 #[test]
-fn a_new_flow_shares_the_link_with_a_running_one() {
+fn a_new_flow_beside_a_running_one_gets_most_of_the_link_and_neither_stalls() {
     if !require_root() {
         return;
     }
@@ -178,14 +178,14 @@ fn a_new_flow_shares_the_link_with_a_running_one() {
     let start = starts.first().expect("the new flow's start plan");
     eprintln!("old 8 MB in {old:.2} s, new 1 MB in {new:.2} s; start {start}");
     assert_eq!(start["source"], "measured", "{start}");
-    assert_eq!(start["busy"], 1, "the running flow takes a share: {start}");
-    // Neither stalls. (Measured: the new megabyte in 4.4 s, not the 2.6 s of a half share:
-    // the running BBR flow yields its share only over its gain cycles, seconds on a 500 ms
-    // path; the start plan gives the new flow its share, the steady state does not yet.)
-    let half = MB as f64 * 8.0 / (LINK_BPS / 2.0) + 2.0 * RTT;
+    assert_eq!(start["busy"], 1, "the running flow is busy: {start}");
+    // Least attained service (`pep::priority`): the running flow paces at a quarter of the
+    // link while the new one is young. (Measured: 2.5 s, where the fair share gave 4.4 s: the
+    // running BBR flow yielded its half only over its gain cycles, with 250 ms queued.)
     assert!(
-        new <= 2.0 * half,
-        "new flow {new:.2} s, a half share takes {half:.2} s"
+        new <= 1.6 * ideal(MB),
+        "new flow {new:.2} s, ideal {:.2} s",
+        ideal(MB)
     );
     // 9 MB over the link in all, with the old flow's own start (about 3 s on GEO).
     let all = (bulk + MB) as f64 * 8.0 / LINK_BPS;

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod nft;
 pub mod nofile;
 pub mod plan;
+pub mod priority;
 pub mod relay;
 pub mod reload;
 pub mod routes;

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::priority::{new_flow_share, old_flow_cap, Ages};
 use super::starpep::{Phases, LEO_MAX_RTT};
 use super::tenants::{Tenant, TenantMap};
 use crate::config::{self, Reconfig};
@@ -96,8 +97,12 @@ pub struct StartPlan {
     /// Pacing rate of the jump in bytes/s (`None`: unpaced beyond the CC's own).
     pub pacing: Option<u64>,
     pub source: Source,
-    /// Flows of the path already busy (the share is the path's rate over this plus one).
+    /// Flows of the path already busy.
     pub busy: u32,
+    /// Of those and of the flows that just started, the young ones (`pep::priority`): the new
+    /// flow shares with these; the older busy flows yield to it.
+    #[serde(default)]
+    pub young: u32,
 }
 
 impl StartPlan {
@@ -106,6 +111,7 @@ impl StartPlan {
         pacing: None,
         source: Source::Default,
         busy: 0,
+        young: 0,
     };
 }
 
@@ -218,6 +224,8 @@ struct PathState {
     /// The path's last aggregate: the larger of its busy flows' largest estimate and the sum
     /// of what they delivered, the least RTT, and when.
     last: Option<PathRate>,
+    /// The flows in their first round trips (least attained service).
+    ages: Ages,
 }
 
 impl PathState {
@@ -225,6 +233,19 @@ impl PathState {
     fn busy(&self, now: Duration) -> u32 {
         let fresh = |f: &&FlowRate| now.saturating_sub(f.at) <= FRESH;
         self.flows.values().filter(fresh).count() as u32
+    }
+
+    /// Of the busy flows, those that are no longer young: they yield to the young ones.
+    fn old(&self, now: Duration) -> u32 {
+        let old = |(id, f): &(&u64, &FlowRate)| {
+            now.saturating_sub(f.at) <= FRESH && !self.ages.is_young(**id, now)
+        };
+        self.flows.iter().filter(old).count() as u32
+    }
+
+    /// The path's measurement, if recent enough to be used.
+    fn measured(&self, now: Duration) -> Option<PathRate> {
+        self.last.filter(|l| now.saturating_sub(l.at) <= MAX_AGE)
     }
 }
 
@@ -324,15 +345,41 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     pub fn on_end(&mut self, path: &K, flow: u64) {
         if let Some(st) = self.paths.get_mut(path) {
             st.flows.remove(&flow);
+            st.ages.on_end(flow);
         }
     }
 
-    /// Forgets measurements older than [`MAX_AGE`] and flows that stopped reporting.
+    /// The flow moved its first byte at `now`: it is young for a few round trips of its path
+    /// (`pep::priority`), when the path's round trip is known (measured or configured).
+    pub fn on_first_byte(&mut self, path: &K, flow: u64, now: Duration) {
+        let measured = self.paths.get(path).and_then(|st| st.measured(now));
+        let Some(rtt) = measured.map(|m| m.rtt).or(self.p.configured.map(|c| c.rtt)) else {
+            return;
+        };
+        let st = self.paths.entry(path.clone()).or_default();
+        st.ages.on_first_byte(flow, now, rtt);
+    }
+
+    /// The pacing cap (bytes/s) of `flow` at `now`: while another flow of its path is young
+    /// and this one is not, the old busy flows keep a small share of the path's measured
+    /// rate together (`pep::priority`); `None` otherwise.
+    pub fn yield_cap(&self, path: &K, flow: u64, now: Duration) -> Option<u64> {
+        let st = self.paths.get(path)?;
+        if st.ages.is_young(flow, now) {
+            return None;
+        }
+        let rate = st.measured(now)?.rate;
+        old_flow_cap(rate, st.old(now), st.ages.young(now))
+    }
+
+    /// Forgets measurements older than [`MAX_AGE`], flows that stopped reporting, and flows
+    /// that are no longer young.
     pub fn expire(&mut self, now: Duration) {
         self.paths.retain(|_, st| {
             st.flows.retain(|_, f| now.saturating_sub(f.at) <= MAX_AGE);
+            st.ages.expire(now);
             // A path whose samples were all too short to measure still has its busy flows.
-            !st.flows.is_empty() || st.last.is_some_and(|l| now.saturating_sub(l.at) <= MAX_AGE)
+            !st.flows.is_empty() || st.ages.young(now) > 0 || st.measured(now).is_some()
         });
     }
 
@@ -340,9 +387,9 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     pub fn plan(&self, path: &K, now: Duration) -> StartPlan {
         let st = self.paths.get(path);
         let busy = st.map_or(0, |s| s.busy(now));
-        let measured = st
-            .and_then(|s| s.last)
-            .filter(|l| now.saturating_sub(l.at) <= MAX_AGE);
+        let young = st.map_or(0, |s| s.ages.young(now));
+        let old = st.map_or(0, |s| s.old(now));
+        let measured = st.and_then(|s| s.measured(now));
         let rtt = measured.map(|m| m.rtt).or(self.p.configured.map(|c| c.rtt));
         let phases = match (rtt, self.p.leo_max_rtt) {
             (Some(r), Some(leo)) if r > leo => None,
@@ -355,6 +402,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
                 if at.phase != super::starpep::Phase::Steady {
                     return StartPlan {
                         busy,
+                        young,
                         ..StartPlan::DEFAULT
                     };
                 }
@@ -383,16 +431,18 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
             (None, None) => {
                 return StartPlan {
                     busy,
+                    young,
                     ..StartPlan::DEFAULT
                 }
             }
         };
-        let rate = link.rate * share / (busy as f64 + 1.0);
+        let rate = link.rate * share * new_flow_share(old, young);
         let window = rate * link.rtt.as_secs_f64();
         let segs = (window / self.p.mss.max(1) as f64).min(MAX_INIT_CWND as f64) as u32;
         if segs <= KERNEL_INIT_CWND {
             return StartPlan {
                 busy,
+                young,
                 ..StartPlan::DEFAULT
             };
         }
@@ -405,6 +455,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
             pacing: Some(pacing),
             source,
             busy,
+            young,
         }
     }
 }

@@ -235,6 +235,7 @@ fn metrics_snapshot_adds_live_flows_to_the_totals_and_renders() {
         pacing: Some(1_250_000),
         source: crate::pep::start::Source::Measured,
         busy: 1,
+        young: 0,
     });
     let h = MetricsHeader {
         role: Role::Box,

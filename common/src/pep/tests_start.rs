@@ -71,7 +71,7 @@ fn a_configured_link_gives_half_its_bdp_paced_at_half_its_rate() {
 }
 
 #[test]
-fn a_measured_path_gives_a_lone_flow_the_whole_bdp_and_a_second_flow_half() {
+fn a_measured_path_gives_a_lone_flow_the_whole_bdp_and_one_beside_a_busy_flow_three_quarters() {
     let mut s = starts(
         Some(Link {
             rate: 12.5e6,
@@ -86,7 +86,11 @@ fn a_measured_path_gives_a_lone_flow_the_whole_bdp_and_a_second_flow_half() {
     let with_one = s.plan(&7, ms(4500));
     assert_eq!((with_one.source, with_one.busy), (Source::Measured, 1));
     let full = (geo().bdp() / MSS as f64) as u32;
-    assert_eq!(with_one.init_cwnd, Some(full / 2));
+    // The busy flow yields to the new one (least attained service, `pep::priority`).
+    assert_eq!(
+        with_one.init_cwnd,
+        Some((geo().bdp() * 0.75 / MSS as f64) as u32)
+    );
     s.on_end(&7, 1);
     let alone = s.plan(&7, ms(4500));
     assert_eq!((alone.source, alone.busy), (Source::Measured, 0));
@@ -104,7 +108,8 @@ fn busy_flows_rates_add_up_and_silent_ones_stop_counting() {
     s.on_sample(&0, 2, ms(100), RateSample::alone(0.65e6, ms(520)));
     let p = s.plan(&0, ms(200));
     assert_eq!(p.busy, 2);
-    let share = 1.25e6 / 3.0 * 0.5;
+    // Two old busy flows: the new one gets three quarters of the (unvalidated) half.
+    let share = 1.25e6 * 0.75 * 0.5;
     assert_eq!(p.init_cwnd, Some((share / MSS as f64) as u32));
     // Flow 1 falls silent (app-limited samples are not fed): after FRESH only flow 2 is busy.
     s.on_sample(&0, 2, FRESH + ms(500), RateSample::alone(1.25e6, ms(500)));
@@ -144,7 +149,7 @@ fn two_flows_whose_filters_each_hold_the_whole_link_count_it_once() {
     }
     let p = s.plan(&0, ms(1200));
     assert_eq!(p.busy, 2);
-    assert_eq!(p.init_cwnd, Some((1.4e6 / 3.0 * 0.5 / MSS as f64) as u32));
+    assert_eq!(p.init_cwnd, Some((1.4e6 * 0.75 * 0.5 / MSS as f64) as u32));
 }
 
 #[test]
@@ -212,7 +217,8 @@ fn a_short_flow_does_not_replace_the_configured_link_and_a_long_one_does() {
     s.on_sample(&0, 1, ms(0), short(1.25e6, 1_300_000));
     let p = s.plan(&0, ms(500));
     assert_eq!(p.source, Source::Measured);
-    assert_eq!(p.init_cwnd, Some((geo().bdp() / 2.0 / MSS as f64) as u32));
+    // Flow 1 is still busy: the new flow starts at three quarters (`pep::priority`).
+    assert_eq!(p.init_cwnd, Some((geo().bdp() * 0.75 / MSS as f64) as u32));
 }
 
 #[test]
@@ -352,6 +358,7 @@ fn a_jump() -> Jump {
         pacing: Some(1_250_000),
         source: Source::Measured,
         busy: 0,
+        young: 0,
     };
     Jump::new(&plan, MSS).unwrap()
 }
@@ -583,4 +590,69 @@ fn a_flows_path_is_its_peer_at_the_pop_and_the_tunnel_at_the_box() {
         PathKey::of(&TenantMap::default(), a("10.1.0.2")),
         Some(PathKey::All)
     );
+}
+
+#[test]
+fn old_busy_flows_yield_to_a_young_one_for_its_first_round_trips() {
+    let mut s = starts(None, no_schedule());
+    for t in (0..5).map(|k| ms(1000 * k)) {
+        s.on_sample(&0, 1, t, RateSample::alone(1.25e6, ms(500)));
+    }
+    assert_eq!(
+        s.yield_cap(&0, 1, ms(4500)),
+        None,
+        "no young flow, no yield"
+    );
+    // A new flow beside the busy one starts at three quarters of the link.
+    let p = s.plan(&0, ms(4500));
+    assert_eq!((p.busy, p.young), (1, 0));
+    let bdp = geo().bdp() / MSS as f64;
+    assert_eq!(p.init_cwnd, Some((bdp * 0.75) as u32));
+    // Its first byte makes it young: the old flow paces at a quarter of the path.
+    s.on_first_byte(&0, 2, ms(4600));
+    assert_eq!(s.yield_cap(&0, 1, ms(4600)), Some(312_500));
+    assert_eq!(
+        s.yield_cap(&0, 2, ms(4600)),
+        None,
+        "the young flow does not yield"
+    );
+    // A third flow shares the young part with it.
+    let p = s.plan(&0, ms(4700));
+    assert_eq!((p.busy, p.young), (1, 1));
+    assert_eq!(p.init_cwnd, Some((bdp * 0.375) as u32));
+    // Four round trips (2 s) after its first byte it is old: nobody yields any more, and the
+    // young flow's next answer does not make it young again.
+    assert!(s.yield_cap(&0, 1, ms(6599)).is_some());
+    assert_eq!(s.yield_cap(&0, 1, ms(6600)), None);
+    s.on_first_byte(&0, 2, ms(7000));
+    assert_eq!(s.yield_cap(&0, 1, ms(7000)), None);
+    // A young flow that ends releases the old ones at once.
+    s.on_first_byte(&0, 3, ms(7000));
+    assert!(s.yield_cap(&0, 1, ms(7000)).is_some());
+    s.on_end(&0, 3);
+    assert_eq!(s.yield_cap(&0, 1, ms(7000)), None);
+}
+
+#[test]
+fn old_flows_share_their_quarter_and_nothing_known_makes_no_flow_young() {
+    let mut s = starts(None, no_schedule());
+    for f in [1, 2] {
+        s.on_sample(&0, f, ms(1000), RateSample::alone(0.625e6, ms(500)));
+    }
+    s.on_first_byte(&0, 3, ms(1100));
+    assert_eq!(s.yield_cap(&0, 1, ms(1100)), Some(156_250));
+    assert_eq!(s.yield_cap(&0, 2, ms(1100)), Some(156_250));
+    // A path with neither a measurement nor a configured link has no round trip to count in.
+    let mut s = starts(None, no_schedule());
+    s.on_first_byte(&0, 1, ms(0));
+    assert_eq!(s.plan(&0, ms(0)).young, 0);
+    assert_eq!(s.yield_cap(&0, 2, ms(0)), None);
+    // A configured link does: a young flow without measurement yields nobody a cap (there is
+    // no measured rate to take a share of) but counts for the next flow's share.
+    let mut s = starts(Some(geo()), no_schedule());
+    s.on_first_byte(&0, 1, ms(0));
+    assert_eq!(s.plan(&0, ms(100)).young, 1);
+    assert_eq!(s.yield_cap(&0, 2, ms(100)), None);
+    s.expire(ms(5000));
+    assert_eq!(s.plan(&0, ms(5000)).young, 0);
 }

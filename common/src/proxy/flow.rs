@@ -178,6 +178,7 @@ async fn relay_flow(
         quick_ack,
         unsent_limit: Default::default(),
         segment: Default::default(),
+        read: Default::default(),
     };
     let ccs = [
         sockopt::congestion_name(io.accepted.get_ref()),
@@ -332,6 +333,8 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
     let mut tick =
         tokio::time::interval_at(tokio::time::Instant::now() + SAMPLE_EVERY, SAMPLE_EVERY);
     let mut jump_tick = tokio::time::interval(JUMP_CHECK);
+    // A flow that becomes busy after a long idle stretch looks once, not once per missed tick.
+    jump_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // A Fast Open child answers before the handshake's ACK only when pushed.
     let mut before_ack = matches!(plan.fast_open, FastOpen::Listen { .. });
     let mut push_tick = tokio::time::interval(fast_open::SYN_RECV_PUSH);
@@ -382,9 +385,14 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
                     s.sample(shared, io, control.as_deref());
                 }
             },
-            _ = jump_tick.tick(), if start.as_ref().is_some_and(|s| s.jumping()) => {
+            _ = jump_tick.tick(), if start.as_ref().is_some_and(|s| s.watching()) => {
                 if let Some(s) = start.as_deref_mut() {
-                    s.jump_tick(io.sock(plan.satellite_side).get_ref(), shared.clock.now());
+                    s.tick(shared, io.sock(plan.satellite_side).get_ref());
+                }
+            },
+            _ = io.read.notified(), if start.as_ref().is_some_and(|s| s.before_first_byte()) => {
+                if let Some(s) = start.as_deref_mut() {
+                    s.on_first_byte(shared);
                 }
             },
             _ = push_tick.tick(), if before_ack => {

@@ -57,6 +57,9 @@ pub struct FlowIo {
     /// whose short send queue would otherwise send every short tail as its own packet
     /// ([`crate::pep::segments`]).
     pub segment: [AtomicU32; 2],
+    /// Signalled after every read, either way (careful resume waits on it for the flow's
+    /// first byte, when the flow becomes young: `pep::priority`).
+    pub read: tokio::sync::Notify,
 }
 
 impl FlowIo {
@@ -118,6 +121,7 @@ impl FlowIo {
     }
 
     fn after_read(&self, side: Side) {
+        self.read.notify_one();
         if self.quick_ack[side as usize] {
             let _ = self.sock(side).get_ref().set_tcp_quickack(true);
         }

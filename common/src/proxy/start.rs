@@ -1,7 +1,9 @@
 //! Careful resume in the proxy shell (`pep::start`): a task keeps each satellite path's routes
 //! at the initial window a new flow of that path gets (`initcwnd`, read by the kernel when the
 //! connection is set up), and each flow paces its jump until it is validated
-//! (`SO_MAX_PACING_RATE`) and reports its satellite delivery rate to its path.
+//! (`SO_MAX_PACING_RATE`) and reports its satellite delivery rate to its path. A flow tells
+//! its path when it moves its first byte (it is young, `pep::priority`), and a busy old flow
+//! paces at the cap its path gives it while another flow is young.
 
 use std::collections::HashMap;
 use std::os::fd::AsFd;
@@ -24,7 +26,7 @@ use super::sys;
 
 /// How often the paths' plans are recomputed.
 const REFRESH: Duration = Duration::from_millis(100);
-/// How often an unvalidated jump is looked at.
+/// How often an unvalidated jump, and a busy flow's yield to young flows, are looked at.
 pub const JUMP_CHECK: Duration = Duration::from_millis(10);
 
 /// The paths' memory, shared by the flows and the routes task.
@@ -117,6 +119,12 @@ pub struct FlowStart {
     /// `delivered` when the flow last became busy: what it carried since is its busy stretch
     /// (a keep-alive connection's earlier answers do not make a later short one long).
     busy_from: u64,
+    /// The flow has not moved a byte yet: its first makes it young.
+    before_first_byte: bool,
+    /// The flow kept its satellite segment busy at its last report: it may have to yield.
+    busy: bool,
+    /// The pacing cap of its yield to young flows, when one is set.
+    yielded: Option<u64>,
 }
 
 impl FlowStart {
@@ -153,16 +161,58 @@ impl FlowStart {
             delivered: 0,
             at: now,
             busy_from: 0,
+            before_first_byte: true,
+            busy: false,
+            yielded: None,
         })
     }
 
-    /// The jump is still to be validated (look every [`JUMP_CHECK`]).
-    pub fn jumping(&self) -> bool {
-        self.jump.as_ref().is_some_and(|j| !j.done())
+    /// The flow has not moved its first byte yet (wait on [`FlowIo::read`]).
+    pub fn before_first_byte(&self) -> bool {
+        self.before_first_byte
+    }
+
+    /// The flow moved its first byte: its path counts it young for a few round trips.
+    pub fn on_first_byte(&mut self, shared: &Shared) {
+        self.before_first_byte = false;
+        if let Some(starts) = shared.starts.as_ref() {
+            lock(starts).on_first_byte(&self.path, self.id, shared.clock.now());
+        }
+    }
+
+    /// The jump is still to be validated, or the flow is busy and may have to yield to a
+    /// young one: look every [`JUMP_CHECK`].
+    pub fn watching(&self) -> bool {
+        self.jump.as_ref().is_some_and(|j| !j.done()) || self.busy || self.yielded.is_some()
+    }
+
+    /// Validates or retreats the jump; once it is over, paces at the yield its path asks for.
+    pub fn tick(&mut self, shared: &Shared, sat: &socket2::Socket) {
+        let now = shared.clock.now();
+        if self.jump.as_ref().is_some_and(|j| !j.done()) {
+            self.jump_tick(sat, now);
+            return;
+        }
+        let Some(starts) = shared.starts.as_ref() else {
+            return;
+        };
+        let cap = lock(starts).yield_cap(&self.path, self.id, now);
+        let moved = match (self.yielded, cap) {
+            (Some(a), Some(b)) => a.abs_diff(b) > a / 8,
+            (a, b) => a != b,
+        };
+        if !moved {
+            return;
+        }
+        tracing::debug!(pacing = ?cap, "yield to young flows");
+        match sys::set_max_pacing_rate(sat.as_fd(), cap) {
+            Ok(()) => self.yielded = cap,
+            Err(e) => tracing::warn!("SO_MAX_PACING_RATE {cap:?}: {e}"),
+        }
     }
 
     /// Validates or retreats the jump.
-    pub fn jump_tick(&mut self, sat: &socket2::Socket, now: Duration) {
+    fn jump_tick(&mut self, sat: &socket2::Socket, now: Duration) {
         let (Some(j), Some(i)) = (self.jump.as_mut(), info(sat)) else {
             return;
         };
@@ -209,8 +259,10 @@ impl FlowStart {
         };
         let Some((rate, rtt)) = measured.filter(|(r, _)| busy(delta, period, *r)) else {
             self.busy_from = delivered;
+            self.busy = false;
             return;
         };
+        self.busy = true;
         let s = RateSample {
             capacity: rate,
             delivered: delta as f64 / period.as_secs_f64().max(1e-3),

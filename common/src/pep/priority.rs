@@ -1,0 +1,138 @@
+//! Least attained service between the flows of one satellite path (pure, part of careful
+//! resume in `pep::start`): a flow is young for its first [`YOUNG_RTTS`] round trips after it
+//! moved its first byte, and while a young flow of a path runs, the path's older busy flows
+//! pace at [`OLD_SHARE`] of what the path carries, together.
+//!
+//! Why: a fair share is not enough for a short transfer behind a long one. On GEO a running
+//! BBR flow keeps half a base RTT (250 ms) queued in the satellite link and gives up its share
+//! only over its gain cycles, seconds on a 500 ms path: a new megabyte then took 3.2 s where a
+//! lone one takes 1.8 s. Pacing the old flows down from the new flow's first byte drains that
+//! queue during the new flow's first round trip and leaves it most of the link; the old flows
+//! keep a floor ([`OLD_SHARE`]), and the priority ends after a few round trips whatever the
+//! young flow does, so a stream of new flows slows a bulk transfer but never stops it. A
+//! connection that moves no byte (a flood of bare connects) is never young.
+//!
+//! Nothing here touches a socket or reads a clock.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Round trips of the path after its first byte during which a flow is young.
+pub const YOUNG_RTTS: u32 = 4;
+/// What a path's old busy flows keep together while one of its flows is young.
+pub const OLD_SHARE: f64 = 0.25;
+/// The least an old flow is paced at (bytes/s, 100 kbit/s): the kernel spaces each packet by
+/// its length over the rate when it is sent, and a later, higher cap does not take back a gap
+/// already scheduled (one segment at a few bytes/s would stall the flow for minutes).
+pub const MIN_OLD_RATE: f64 = 12_500.0;
+
+/// The young flows of one path: each with the instant it stops being young.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ages {
+    young: HashMap<u64, Duration>,
+}
+
+impl Ages {
+    /// `flow` moved its first byte at `now` on a path whose round trip is `rtt`: it is young
+    /// until `now + YOUNG_RTTS × rtt`. A flow is young once: a later call changes nothing.
+    pub fn on_first_byte(&mut self, flow: u64, now: Duration, rtt: Duration) {
+        self.young
+            .entry(flow)
+            .or_insert(now + rtt.saturating_mul(YOUNG_RTTS));
+    }
+
+    /// The flow ended.
+    pub fn on_end(&mut self, flow: u64) {
+        self.young.remove(&flow);
+    }
+
+    /// Whether `flow` is young at `now`.
+    pub fn is_young(&self, flow: u64, now: Duration) -> bool {
+        self.young.get(&flow).is_some_and(|&until| now < until)
+    }
+
+    /// How many flows are young at `now`.
+    pub fn young(&self, now: Duration) -> u32 {
+        self.young.values().filter(|&&until| now < until).count() as u32
+    }
+
+    /// Forgets the flows that are no longer young.
+    pub fn expire(&mut self, now: Duration) {
+        self.young.retain(|_, &mut until| now < until);
+    }
+}
+
+/// The share of a path's rate that a new flow starts at, when `old` flows of the path are busy
+/// and `young` flows are young: most of the link beside old flows (they yield to it), a fair
+/// share among flows of the same age.
+pub fn new_flow_share(old: u32, young: u32) -> f64 {
+    if old > 0 {
+        (1.0 - OLD_SHARE) / (young as f64 + 1.0)
+    } else {
+        1.0 / (young as f64 + 1.0)
+    }
+}
+
+/// The pacing cap (bytes/s) of one of `old` busy old flows of a path that carries `rate`
+/// bytes/s while `young` flows are young: `None` when no flow is young.
+pub fn old_flow_cap(rate: f64, old: u32, young: u32) -> Option<u64> {
+    (young > 0 && rate.is_finite() && rate > 0.0)
+        .then(|| (rate * OLD_SHARE / old.max(1) as f64).max(MIN_OLD_RATE) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_flow_is_young_for_its_first_round_trips_once() {
+        let mut a = Ages::default();
+        let rtt = 500 * MS;
+        a.on_first_byte(1, 1000 * MS, rtt);
+        assert!(a.is_young(1, 1000 * MS));
+        assert!(a.is_young(1, 2999 * MS));
+        assert!(!a.is_young(1, 3000 * MS), "young for 4 RTTs");
+        // A second first byte (a keep-alive connection's next answer) does not renew it.
+        a.on_first_byte(1, 5000 * MS, rtt);
+        assert!(!a.is_young(1, 5000 * MS));
+        assert!(!a.is_young(2, 1000 * MS), "an unknown flow is old");
+    }
+
+    #[test]
+    fn counts_expiry_and_end() {
+        let mut a = Ages::default();
+        a.on_first_byte(1, Duration::ZERO, 40 * MS);
+        a.on_first_byte(2, 100 * MS, 40 * MS);
+        assert_eq!(a.young(100 * MS), 2);
+        assert_eq!(a.young(160 * MS), 1, "the first is old after 160 ms");
+        a.on_end(2);
+        assert_eq!(a.young(100 * MS), 1);
+        a.expire(160 * MS);
+        assert_eq!(a, Ages::default());
+    }
+
+    #[test]
+    fn a_new_flow_gets_most_of_the_link_beside_old_flows() {
+        assert_eq!(new_flow_share(0, 0), 1.0);
+        assert_eq!(new_flow_share(0, 1), 0.5, "fair among young flows");
+        assert_eq!(new_flow_share(1, 0), 0.75);
+        assert_eq!(new_flow_share(3, 2), 0.25);
+    }
+
+    #[test]
+    fn old_flows_keep_a_quarter_together_while_one_is_young() {
+        assert_eq!(old_flow_cap(1_250_000.0, 1, 1), Some(312_500));
+        assert_eq!(old_flow_cap(1_250_000.0, 2, 5), Some(156_250));
+        assert_eq!(old_flow_cap(1_250_000.0, 0, 1), Some(312_500));
+        assert_eq!(old_flow_cap(1_250_000.0, 1, 0), None, "no young flow");
+        assert_eq!(old_flow_cap(0.0, 1, 1), None, "nothing measured");
+        assert_eq!(old_flow_cap(f64::NAN, 1, 1), None);
+        assert_eq!(
+            old_flow_cap(1000.0, 4, 1),
+            Some(12_500),
+            "never below 100 kbit/s"
+        );
+    }
+}
