@@ -210,6 +210,9 @@ pub struct Controller {
     last_cap: Option<u32>,
     probe_rtt: ProbeRttGuard,
     acks: AckSpacing,
+    /// The satellite segment lost a segment during the flow's startup: the link does not carry
+    /// what `LinkRate` says, which then no longer stands in for the measurement.
+    lost_in_startup: bool,
 }
 
 impl Controller {
@@ -226,6 +229,7 @@ impl Controller {
             last_cap: None,
             probe_rtt: ProbeRttGuard::default(),
             acks: AckSpacing::default(),
+            lost_in_startup: false,
         }
     }
 
@@ -301,6 +305,9 @@ impl Controller {
                 || sat.recovering;
             self.rate
                 .on_sample(now, sat.delivered, sat.delivery_rate, limited, window);
+            if !self.rate.filled() && (sat.lost_bytes > 0 || sat.recovering) {
+                self.lost_in_startup = true;
+            }
             self.base.on_sample(now, sat.srtt_us);
             self.base.on_min_rtt(sat.min_rtt_us);
             self.acks.on_sample(sat.delivered, sat.acks);
@@ -315,10 +322,13 @@ impl Controller {
         let link_probe = self.base.tick(now, forced);
         self.next = self.deadline(now, &ph, s.active || q > 0);
         // Until the flow has measured its satellite segment (and while its startup still opens
-        // the window), the configured link stands in where it says more.
+        // the window), the configured link stands in where it says more; not once the link
+        // lost a segment of this startup. (A `LinkRate` ten times too high on GEO otherwise
+        // held R_down, and with it the in-flight cap, at ten times the link for seconds: 3.6 MB
+        // in flight on a 625 KB path, and a second flow of the peer took 5-7 s for 1 MB.)
         let configured = Some(self.p.link_rate).filter(|r| *r > 0.0);
         let r = match (self.rate.get(), configured) {
-            (Some(m), Some(c)) if !self.rate.filled() => Some(m.max(c)),
+            (Some(m), Some(c)) if !self.rate.filled() && !self.lost_in_startup => Some(m.max(c)),
             (m, c) => m.or(c),
         };
         let up_rtt = self

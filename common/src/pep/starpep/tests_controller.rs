@@ -271,6 +271,38 @@ fn an_overestimate_comes_down_once_startup_is_over() {
 }
 
 #[test]
+fn a_configured_rate_above_the_link_stops_standing_in_at_the_first_loss() {
+    // `LinkRate` ten times what the link carries: during the startup it stands in ...
+    let mut p = cfg(|_| {});
+    p.link_rate = 10.0 * R as f64;
+    let mut c = Controller::new(p, ms(T));
+    let mut d = None;
+    for i in 0..=10 {
+        d = Some(c.on_samples(ms(T + 5 * i), &at(5 * i, R, false)));
+    }
+    let before = d.unwrap();
+    assert_eq!(
+        before.r_down,
+        10.0 * R as f64,
+        "the configured link stands in"
+    );
+    // ... until the link loses a segment: then the flow's own measurement decides, and the
+    // in-flight cap follows it.
+    for i in 11..=20 {
+        let mut s = at(5 * i, R, false);
+        s.sat.as_mut().unwrap().lost_bytes = MSS;
+        d = Some(c.on_samples(ms(T + 5 * i), &s));
+    }
+    let d = d.unwrap();
+    assert!(d.r_down <= 1.5 * R as f64, "{}", d.r_down);
+    let (cap, was) = (d.link_cap.expect("a cap"), before.link_cap.expect("a cap"));
+    assert!(
+        cap < was / 4,
+        "in-flight cap {cap}, {was} on the configured rate"
+    );
+}
+
+#[test]
 fn loss_recovery_does_not_lower_r_down() {
     let mut c = Controller::new(cfg(|_| {}), ms(T));
     for i in 0..=60 {
