@@ -3,6 +3,7 @@
 //! next to the POP) and stated with its figures, or "not measured" when the cells are missing.
 
 use super::cell::CellResult;
+use super::findings_why as why;
 use super::stats::{links, median, pivot, Pivot, Slice};
 
 /// Whether the cells bear a finding out.
@@ -30,6 +31,8 @@ pub struct Finding {
     pub outcome: Outcome,
     /// What the cells show, with their figures.
     pub evidence: String,
+    /// When not reproduced: what the cells show differs from the study's bed, with figures.
+    pub why: Option<String>,
 }
 
 /// The worst setup must be at least this much slower than the next one (the study: 10 %).
@@ -43,6 +46,13 @@ pub const CUT_RANGE: (f64, f64) = (0.20, 0.40);
 fn is_vpn(setup: &str) -> bool {
     setup != "plain" && setup != "pep"
 }
+
+/// The TCP-in-TCP setup of the study's worst case.
+pub const OVPN_TCP_PEP_A: &str = "ovpn-tcp+pepA";
+
+/// Position B (the PEP inside the tunnel) and position A (outside it).
+pub const POSITION_B: [&str; 2] = ["wg+split", "wg+starpep"];
+pub const POSITION_A: [&str; 2] = ["ovpn-tcp+pepA", "wg+pepA"];
 
 /// A lossy LEO link, by the profiles' names (`leo-…-loss…`).
 pub fn lossy_leo(link: &str) -> bool {
@@ -63,13 +73,30 @@ pub fn file_30mb(cells: &[CellResult]) -> Pivot {
     pivot(cells, &slice, |c| c.file_30mb_s)
 }
 
+/// The 1 MB pivot (the start dominates), for the explanations.
+pub fn file_1mb(cells: &[CellResult]) -> Pivot {
+    let slice = Slice {
+        app: "file",
+        cc: "cubic",
+        server_rtt_ms: 0.0,
+    };
+    pivot(cells, &slice, |c| c.file_1mb_s)
+}
+
 pub fn all(cells: &[CellResult]) -> Vec<Finding> {
-    let p = file_30mb(cells);
+    let (p, p1) = (file_30mb(cells), file_1mb(cells));
+    let explain = |f: Finding, why: Option<String>| Finding {
+        why: why.filter(|_| f.outcome == Outcome::NotReproduced),
+        ..f
+    };
     vec![
-        worst(&p),
-        position_b(&p),
+        explain(worst(&p), why::worst(&p)),
+        explain(
+            position_b(&p),
+            why::position_b(&p, &p1, &POSITION_B, &POSITION_A),
+        ),
         pep_a_on_wg(&p),
-        lossy_leo_cut(&p),
+        explain(lossy_leo_cut(&p), why::lossy_cut(&p)),
     ]
 }
 
@@ -86,7 +113,7 @@ pub fn worst(p: &Pivot) -> Finding {
             .filter(|(s, _)| is_vpn(s))
             .filter_map(|(s, m)| Some((m.get(&link)?.value()?.median, s.as_str())))
             .collect();
-        if v.len() < 2 || !v.iter().any(|(_, s)| *s == "ovpn-tcp+pepA") {
+        if v.len() < 2 || !v.iter().any(|(_, s)| *s == OVPN_TCP_PEP_A) {
             continue;
         }
         measured += 1;
@@ -94,7 +121,7 @@ pub fn worst(p: &Pivot) -> Finding {
         let (worst_s, worst) = (v[0].0, v[0].1);
         let next = v[1];
         let margin = worst_s / next.0 - 1.0;
-        ok &= worst == "ovpn-tcp+pepA" && margin >= WORST_MARGIN;
+        ok &= worst == OVPN_TCP_PEP_A && margin >= WORST_MARGIN;
         notes.push(format!(
             "{link}: slowest `{worst}` {worst_s:.1} s, next `{}` {:.1} s (+{})",
             next.1,
@@ -117,10 +144,7 @@ pub fn position_b(p: &Pivot) -> Finding {
     let mut notes = Vec::new();
     let (mut ok, mut measured) = (true, 0);
     for link in links(p) {
-        let (Some(b), Some(a)) = (
-            best(&link, &["wg+split", "wg+starpep"]),
-            best(&link, &["ovpn-tcp+pepA", "wg+pepA"]),
-        ) else {
+        let (Some(b), Some(a)) = (best(&link, &POSITION_B), best(&link, &POSITION_A)) else {
             continue;
         };
         measured += 1;
@@ -198,5 +222,6 @@ fn finish(claim: &'static str, measured: usize, ok: bool, notes: Vec<String>) ->
         claim,
         outcome,
         evidence,
+        why: None,
     }
 }

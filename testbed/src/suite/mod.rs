@@ -13,6 +13,7 @@ pub mod call;
 pub mod cell;
 pub mod fair;
 pub mod findings;
+pub mod findings_why;
 pub mod matrix;
 pub mod page;
 pub mod page_load;

@@ -103,9 +103,10 @@ pub fn markdown(cells: &[CellResult], header: &str, plots: &[PlotRef]) -> String
          ranking).\n"
     );
     for f in findings::all(cells) {
+        let why = f.why.map(|w| format!(" Why: {w}.")).unwrap_or_default();
         let _ = writeln!(
             s,
-            "- **{}**: {} — {}.",
+            "- **{}**: {} — {}.{why}",
             f.outcome.word(),
             f.claim,
             f.evidence
