@@ -17,6 +17,7 @@ use crate::reconfig::ReconfigSchedule;
 
 use super::acks::AckSpacing;
 use super::estimate::{rtt_up, BaseRtt, RateEstimator, UpRtt, DRAIN_GAIN};
+use super::headroom::{self, Headroom};
 use super::phase::{Phase, PhaseAt, Phases};
 use super::probe_rtt::ProbeRttGuard;
 use crate::pep::BbrInfo;
@@ -213,6 +214,11 @@ pub struct Controller {
     /// The satellite segment lost a segment during the flow's startup: the link does not carry
     /// what `LinkRate` says, which then no longer stands in for the measurement.
     lost_in_startup: bool,
+    /// The in-flight cap's headroom, and what the last satellite sample said of it: its
+    /// smoothed RTT, and whether the cap bound (nothing unsent, most of it in flight).
+    headroom: Headroom,
+    sat_rtt: Option<Duration>,
+    cap_binds: bool,
 }
 
 impl Controller {
@@ -230,6 +236,9 @@ impl Controller {
             probe_rtt: ProbeRttGuard::default(),
             acks: AckSpacing::default(),
             lost_in_startup: false,
+            headroom: Headroom::default(),
+            sat_rtt: None,
+            cap_binds: false,
         }
     }
 
@@ -308,6 +317,11 @@ impl Controller {
             if !self.rate.filled() && (sat.lost_bytes > 0 || sat.recovering) {
                 self.lost_in_startup = true;
             }
+            self.sat_rtt = (sat.srtt_us > 0).then_some(srtt);
+            self.cap_binds = s.notsent < sat.mss.max(1)
+                && self
+                    .last_cap
+                    .is_some_and(|c| sat.inflight as f64 >= headroom::BINDS * c as f64);
             self.base.on_sample(now, sat.srtt_us);
             self.base.on_min_rtt(sat.min_rtt_us);
             self.acks.on_sample(sat.delivered, sat.acks);
@@ -413,6 +427,21 @@ impl Controller {
                 } else {
                     b + g
                 };
+                // The headroom opens only in the steady state, where the cap has its target.
+                let steady = !forced && !link_probe && ph.phase == Phase::Steady;
+                let gain = match (steady, self.sat_rtt) {
+                    (true, Some(srtt)) => {
+                        let queued = srtt.saturating_sub(b);
+                        self.headroom
+                            .on_sample(now, srtt, self.cap_binds, queued, g)
+                    }
+                    (true, None) => self.headroom.gain(),
+                    (false, _) => {
+                        self.headroom.reset();
+                        1.0
+                    }
+                };
+                let inflight = inflight.mul_f64(gain);
                 let floor = self.p.probe_window.bytes(sat_mss);
                 // The send buffer also holds what is lost and what arrived beyond a hole: on a
                 // lossy link that is most of the time, and counting it would block new data

@@ -12,6 +12,7 @@
 mod acks;
 mod controller;
 mod estimate;
+mod headroom;
 mod phase;
 mod probe_rtt;
 mod record;
