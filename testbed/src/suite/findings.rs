@@ -63,24 +63,21 @@ fn pct(x: f64) -> String {
     format!("{:.0} %", x * 100.0)
 }
 
+/// The file cells the findings read: CUBIC end hosts, the server next to the POP.
+const FILE_CELLS: Slice<'static> = Slice {
+    app: "file",
+    cc: "cubic",
+    server_rtt_ms: 0.0,
+};
+
 /// The 30 MB pivot the findings read.
 pub fn file_30mb(cells: &[CellResult]) -> Pivot {
-    let slice = Slice {
-        app: "file",
-        cc: "cubic",
-        server_rtt_ms: 0.0,
-    };
-    pivot(cells, &slice, |c| c.file_30mb_s)
+    pivot(cells, &FILE_CELLS, |c| c.file_30mb_s)
 }
 
 /// The 1 MB pivot (the start dominates), for the explanations.
 pub fn file_1mb(cells: &[CellResult]) -> Pivot {
-    let slice = Slice {
-        app: "file",
-        cc: "cubic",
-        server_rtt_ms: 0.0,
-    };
-    pivot(cells, &slice, |c| c.file_1mb_s)
+    pivot(cells, &FILE_CELLS, |c| c.file_1mb_s)
 }
 
 pub fn all(cells: &[CellResult]) -> Vec<Finding> {
