@@ -6,6 +6,16 @@ pub mod privilege;
 
 pub use starpep_testbed::topo::{addr, Node, Proc, TopoSpec, Topology, Wan};
 
+/// [`Topology::run_in`], for tests: a failure to enter the namespace is a test failure.
+pub fn in_ns<T: Send + 'static>(
+    topo: &Topology,
+    node: Node,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    topo.run_in(node, f)
+        .unwrap_or_else(|e| panic!("{node:?}: {e}"))
+}
+
 /// Path of a workspace binary in the same profile directory as the running test
 /// (`target/<profile>/NAME`). `scripts/test.sh` builds them before the tests run.
 pub fn bin_path(name: &str) -> PathBuf {

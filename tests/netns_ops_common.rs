@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use starpep_testbed::bench::vpn;
-use starpep_tests::{bin_path, payload, sha256_hex, Node, Topology};
+use starpep_tests::{bin_path, in_ns, payload, sha256_hex, Node, Topology};
 
 /// One box of the test: its keys, its tunnel addresses (the first is its routing source) and
 /// its routing table number in the box namespace.
@@ -80,15 +80,6 @@ pub fn run_bin(topo: &Topology, node: Node, bin: &str, args: &[&str]) -> (bool, 
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn in_ns<T: Send + 'static>(
-    topo: &Topology,
-    node: Node,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    topo.run_in(node, f)
-        .unwrap_or_else(|e| panic!("{node:?}: {e}"))
 }
 
 /// A TCP connection from `src` (port chosen by the kernel) in `node` to `dst`.

@@ -30,15 +30,7 @@ impl Carry {
     }
 }
 
-/// [`Topology::run_in`], for tests: a failure to enter the namespace is a test failure.
-pub fn in_ns<T: Send + 'static>(
-    topo: &Topology,
-    node: Node,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    topo.run_in(node, f)
-        .unwrap_or_else(|e| panic!("{node:?}: {e}"))
-}
+pub use starpep_tests::in_ns;
 
 pub fn listen(topo: &Topology, node: Node, addr: SocketAddr) -> TcpListener {
     listen_cc(topo, node, addr, None)

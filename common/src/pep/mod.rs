@@ -15,6 +15,7 @@ pub mod bbrinfo;
 pub mod buffers;
 pub mod control_stats;
 pub mod flows;
+pub mod hysteresis;
 pub mod liveness;
 pub mod metrics;
 pub mod nft;

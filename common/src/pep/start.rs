@@ -477,7 +477,7 @@ pub fn route_update(
         (Some(_), None) => true,
         (None, Some(_)) => false,
         (Some(a), Some(b)) => {
-            if (a as f64 - b as f64).abs() <= a as f64 / 8.0 {
+            if !super::hysteresis::moved(a.into(), b.into()) {
                 return false;
             }
             b < a

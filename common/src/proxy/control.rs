@@ -15,7 +15,7 @@ use nix::sys::socket::{setsockopt, sockopt};
 use socket2::Socket;
 
 use crate::pep::starpep::{ControlRecord, Controller, Decision, FlowSamples, SatSample, UpSample};
-use crate::pep::{BbrInfo, Dir, StarpepPlan, TcpInfo};
+use crate::pep::{hysteresis, BbrInfo, Dir, StarpepPlan, TcpInfo};
 
 use super::error::ProxyError;
 use super::pump::FlowIo;
@@ -114,8 +114,6 @@ const OVERHEAD_MAX: f64 = 8.0;
 const OVERHEAD_MIN_SAMPLE: u32 = 4 * 1024;
 /// EWMA gain of the overhead ratios per tick.
 const OVERHEAD_GAIN: f64 = 0.05;
-/// A buffer value is rewritten only when it moves by more than 1/8.
-const SLACK: f64 = 0.125;
 /// The smallest `SO_RCVBUF` the controller sets (the kernel doubles it).
 const MIN_RCVBUF: u32 = 16 * 1024;
 /// The controlled direction's relay size: the satellite socket's low-water mark, at least this.
@@ -130,11 +128,9 @@ fn smooth(k: &mut f64, mem: u32, payload: u32) {
     }
 }
 
+/// A buffer value is rewritten only when it moves by more than an eighth.
 fn moved(last: Option<u32>, new: u32) -> bool {
-    match last {
-        None => true,
-        Some(l) => (new as f64 - l as f64).abs() > SLACK * l as f64,
-    }
+    last.is_none_or(|l| hysteresis::moved(l.into(), new.into()))
 }
 
 /// One controlled flow.

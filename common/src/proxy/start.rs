@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
+use crate::pep::hysteresis;
 use crate::pep::start::{busy, route_update};
 use crate::pep::{
     FlowId, Jump, JumpAction, JumpSample, PathKey, RateSample, StartPlan, Starts, Tenant,
@@ -198,7 +199,7 @@ impl FlowStart {
         };
         let cap = lock(starts).yield_cap(&self.path, self.id, now);
         let moved = match (self.yielded, cap) {
-            (Some(a), Some(b)) => a.abs_diff(b) > a / 8,
+            (Some(a), Some(b)) => hysteresis::moved(a, b),
             (a, b) => a != b,
         };
         if !moved {
