@@ -134,7 +134,11 @@ pid @TMP@/nginx.pid;
 error_log @TMP@/nginx-error.log warn;
 events { worker_connections 1024; }
 http {
-    access_log @TMP@/nginx-access.log;
+    # when each request was served (ms), on which connection and its how-manieth: the load's
+    # waterfall as the server saw it (kept with STARPEP_KEEP_TMP=1)
+    log_format timed '$msec $connection $connection_requests $host \"$request\" $status '
+                     '$body_bytes_sent $request_time';
+    access_log @TMP@/nginx-access.log timed;
     client_body_temp_path @TMP@/nginx-client_body;
     proxy_temp_path @TMP@/nginx-proxy;
     fastcgi_temp_path @TMP@/nginx-fastcgi;

@@ -12,6 +12,7 @@ pub mod delay;
 pub mod loss;
 pub mod probe;
 pub mod reference;
+pub mod steal;
 pub mod table;
 pub mod tcp;
 pub mod udp;
@@ -20,6 +21,8 @@ use std::path::Path;
 
 use crate::link::{Profile, ProfileError};
 use crate::topo::TopoError;
+
+use steal::{host_steal, Steal, StealWatch};
 
 pub use table::Row;
 
@@ -150,33 +153,27 @@ pub fn calibrate(
     Ok(rows)
 }
 
-/// Host steal above this share of the wall-clock time (summed over the vCPUs) makes a
-/// calibration run say nothing about the emulator's timing.
-pub const STEAL_LIMIT: f64 = 0.01;
 /// Attempts of [`calibrate_calm`].
 pub const CALM_ATTEMPTS: usize = 3;
 
-/// [`calibrate`], judged by `ok`; a run that fails while the hypervisor withheld more than
-/// [`STEAL_LIMIT`] of the time is run again (at most [`CALM_ATTEMPTS`] runs): a userspace
-/// emulator's release times cannot hold to 1 ms while its vCPU is not running. A run that
-/// fails on a calm host is final. Returns the last run's rows and the steal of every run.
+/// [`calibrate`], judged by `ok`; a run that fails while the hypervisor withheld the CPU (more
+/// than [`steal::STEAL_LIMIT`] of the time, or a stall of [`steal::STALL_LIMIT`]) is run again
+/// (at most [`CALM_ATTEMPTS`] runs). A run that fails on a calm host is final. Returns the last
+/// run's rows and the steal of every run.
 pub fn calibrate_calm(
     satlink: &Path,
     profile_path: &Path,
     opts: Options,
     checks: &[Check],
     ok: impl Fn(&[Row]) -> bool,
-) -> Result<(Vec<Row>, Vec<f64>), CalError> {
+) -> Result<(Vec<Row>, Vec<Steal>), CalError> {
     let mut steals = Vec::new();
     loop {
-        let (s0, t0) = (host_steal(), std::time::Instant::now());
+        let watch = StealWatch::start();
         let rows = calibrate(satlink, profile_path, opts, checks)?;
-        let share = match (s0, host_steal()) {
-            (Some(a), Some(b)) => (b.saturating_sub(a)).as_secs_f64() / t0.elapsed().as_secs_f64(),
-            _ => 0.0,
-        };
-        steals.push(share);
-        if ok(&rows) || share <= STEAL_LIMIT || steals.len() >= CALM_ATTEMPTS {
+        let steal = watch.finish();
+        steals.push(steal);
+        if ok(&rows) || steal.calm() || steals.len() >= CALM_ATTEMPTS {
             return Ok((rows, steals));
         }
     }
@@ -185,17 +182,8 @@ pub fn calibrate_calm(
 /// Whether the last run of [`calibrate_calm`] had a calm host (its timing checks mean
 /// something). When no run was calm, a test reports the calibration as inconclusive instead of
 /// judging the emulator by the hypervisor.
-pub fn last_was_calm(steals: &[f64]) -> bool {
-    steals.last().is_none_or(|s| *s <= STEAL_LIMIT)
-}
-
-/// CPU time the hypervisor withheld from this machine's vCPUs so far (the `steal` column of
-/// /proc/stat, in USER_HZ = 100 ticks/s): the host stalls that delay releases.
-fn host_steal() -> Option<std::time::Duration> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let ticks: u64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
-    Some(std::time::Duration::from_millis(ticks * 10))
+pub fn last_was_calm(steals: &[Steal]) -> bool {
+    steals.last().is_none_or(Steal::calm)
 }
 
 fn late_summary(stats: &serde_json::Value) -> String {
