@@ -196,6 +196,10 @@ struct FlowRate {
     congested: bool,
 }
 
+/// What a busy flow must have carried in its current busy stretch, in BDPs of its path, before
+/// it yields to young flows ([`crate::pep::priority`]).
+pub const OLD_BDPS: f64 = 1.0;
+
 /// Round trips of its own rate a flow must have carried before its estimate can lower a path's.
 pub const MEASURING_RTTS: f64 = 2.0;
 
@@ -235,11 +239,18 @@ impl PathState {
         self.flows.values().filter(fresh).count() as u32
     }
 
-    /// Of the busy flows, those that are no longer young: they yield to the young ones.
-    fn old(&self, now: Duration) -> u32 {
-        let old = |(id, f): &(&u64, &FlowRate)| {
-            now.saturating_sub(f.at) <= FRESH && !self.ages.is_young(**id, now)
-        };
+    /// Of the busy flows, those that yield to the young ones: no longer young, and with at
+    /// least [`OLD_BDPS`] of the path carried in their current busy stretch (least *attained
+    /// service*: a kept-alive connection's next answer of a page is as short as a new
+    /// connection's, and yields to nobody). `known` is the path's rate and RTT, if any.
+    fn is_old(&self, id: u64, f: &FlowRate, now: Duration, known: Option<Link>) -> bool {
+        let bdp = known.map_or(0.0, |k| OLD_BDPS * k.bdp());
+        now.saturating_sub(f.at) <= FRESH && !self.ages.is_young(id, now) && f.total as f64 >= bdp
+    }
+
+    /// How many busy flows are old ([`PathState::is_old`]).
+    fn old(&self, now: Duration, known: Option<Link>) -> u32 {
+        let old = |(id, f): &(&u64, &FlowRate)| self.is_old(**id, f, now, known);
         self.flows.iter().filter(old).count() as u32
     }
 
@@ -365,11 +376,15 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     /// rate together (`pep::priority`); `None` otherwise.
     pub fn yield_cap(&self, path: &K, flow: u64, now: Duration) -> Option<u64> {
         let st = self.paths.get(path)?;
-        if st.ages.is_young(flow, now) {
+        let m = st.measured(now)?;
+        let known = Some(Link {
+            rate: m.rate,
+            rtt: m.rtt,
+        });
+        if !st.is_old(flow, st.flows.get(&flow)?, now, known) {
             return None;
         }
-        let rate = st.measured(now)?.rate;
-        old_flow_cap(rate, st.old(now), st.ages.young(now))
+        old_flow_cap(m.rate, st.old(now, known), st.ages.young(now))
     }
 
     /// Forgets measurements older than [`MAX_AGE`], flows that stopped reporting, and flows
@@ -388,8 +403,14 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
         let st = self.paths.get(path);
         let busy = st.map_or(0, |s| s.busy(now));
         let young = st.map_or(0, |s| s.ages.young(now));
-        let old = st.map_or(0, |s| s.old(now));
         let measured = st.and_then(|s| s.measured(now));
+        let known = measured
+            .map(|m| Link {
+                rate: m.rate,
+                rtt: m.rtt,
+            })
+            .or(self.p.configured);
+        let old = st.map_or(0, |s| s.old(now, known));
         let rtt = measured.map(|m| m.rtt).or(self.p.configured.map(|c| c.rtt));
         let phases = match (rtt, self.p.leo_max_rtt) {
             (Some(r), Some(leo)) if r > leo => None,

@@ -656,3 +656,33 @@ fn old_flows_share_their_quarter_and_nothing_known_makes_no_flow_young() {
     s.expire(ms(5000));
     assert_eq!(s.plan(&0, ms(5000)).young, 0);
 }
+
+#[test]
+fn a_busy_flow_yields_only_once_it_carried_a_bdp_of_its_path() {
+    let mut s = starts(None, no_schedule());
+    let bdp = geo().bdp();
+    // Flow 1 measures the path; flow 2 is a kept-alive connection's short answer.
+    for t in (0..5).map(|k| ms(1000 * k)) {
+        s.on_sample(&0, 1, t, RateSample::alone(1.25e6, ms(500)));
+    }
+    let short = RateSample {
+        total: (bdp * 0.5) as u64,
+        ..RateSample::alone(1.25e6, ms(500))
+    };
+    s.on_sample(&0, 2, ms(4000), short);
+    s.on_first_byte(&0, 3, ms(4600));
+    assert_eq!(
+        s.yield_cap(&0, 2, ms(4600)),
+        None,
+        "half a BDP carried: it is as short as the young one"
+    );
+    // The long one keeps the whole quarter (of the two flows' sum).
+    let quarter = s.yield_cap(&0, 1, ms(4600)).expect("the long one yields");
+    assert_eq!(quarter, 625_000);
+    // Once the short one carried a BDP it is old too: the two share the quarter.
+    s.on_sample(&0, 2, ms(4700), RateSample::alone(1.25e6, ms(500)));
+    assert_eq!(s.yield_cap(&0, 2, ms(4700)), Some(quarter / 2));
+    assert_eq!(s.yield_cap(&0, 1, ms(4700)), Some(quarter / 2));
+    // A flow that never reported busy yields nothing.
+    assert_eq!(s.yield_cap(&0, 9, ms(4700)), None);
+}
