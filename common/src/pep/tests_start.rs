@@ -349,6 +349,7 @@ fn sample(acked: u64, lost: u32, rate: u64) -> JumpSample {
         delivery_rate: rate,
         srtt: ms(500),
         handshake: false,
+        backlogged: false,
     }
 }
 
@@ -685,4 +686,49 @@ fn a_busy_flow_yields_only_once_it_carried_a_bdp_of_its_path() {
     assert_eq!(s.yield_cap(&0, 1, ms(4700)), Some(quarter / 2));
     // A flow that never reported busy yields nothing.
     assert_eq!(s.yield_cap(&0, 9, ms(4700)), None);
+}
+
+#[test]
+fn a_jump_shared_with_other_flows_restarts_the_cc_if_it_still_has_bytes_to_send() {
+    let shared = |busy, young| {
+        let plan = StartPlan {
+            init_cwnd: Some(100),
+            pacing: Some(100_000),
+            source: Source::Measured,
+            busy,
+            young,
+        };
+        Jump::new(&plan, MSS).unwrap()
+    };
+    let backlogged = JumpSample {
+        backlogged: true,
+        ..sample(20_000, 0, 100_000)
+    };
+    // Beside a busy flow or among young ones, with bytes waiting: BBR starts over.
+    for (busy, young) in [(1, 0), (0, 3)] {
+        let mut j = shared(busy, young);
+        assert_eq!(j.on_sample(ms(500), &backlogged), JumpAction::Keep);
+        assert_eq!(j.on_sample(ms(1500), &backlogged), JumpAction::Restart);
+        assert!(j.done());
+        assert_eq!(j.on_sample(ms(2000), &backlogged), JumpAction::Keep);
+    }
+    // Nothing left to send: the estimate does not matter.
+    let mut j = shared(1, 0);
+    j.on_sample(ms(500), &sample(20_000, 0, 1));
+    assert_eq!(
+        j.on_sample(ms(1500), &sample(20_000, 0, 1)),
+        JumpAction::Release
+    );
+    // A jump planned on the whole path keeps what it learned.
+    let mut j = shared(0, 0);
+    j.on_sample(ms(500), &backlogged);
+    assert_eq!(j.on_sample(ms(1500), &backlogged), JumpAction::Release);
+    // A jump that met loss retreats, then releases without a restart.
+    let mut j = shared(1, 0);
+    let lost = JumpSample {
+        backlogged: true,
+        ..sample(20_000, 2, 50_000)
+    };
+    assert!(matches!(j.on_sample(ms(500), &lost), JumpAction::Pace(_)));
+    assert_eq!(j.on_sample(ms(1600), &lost), JumpAction::Release);
 }

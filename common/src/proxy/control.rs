@@ -19,7 +19,7 @@ use crate::pep::{hysteresis, BbrInfo, Dir, StarpepPlan, TcpInfo};
 
 use super::error::ProxyError;
 use super::pump::FlowIo;
-use super::sockopt::congestion_name;
+use super::sockopt::{congestion_name, restart_congestion};
 use super::sys;
 use super::window::{Controlled, WindowBackend};
 
@@ -356,13 +356,10 @@ impl FlowControl {
         BbrInfo::parse(&sys::cc_info_bytes(sat.as_fd()).ok()?)
     }
 
-    /// Re-initialises BBR on the satellite socket (away to reno and back: setting the CC in
-    /// use is a no-op): its min-RTT filter restarts and cwnd stays (`probe_rtt.rs`).
+    /// Re-initialises BBR on the satellite socket: its min-RTT filter restarts and cwnd stays
+    /// (`probe_rtt.rs`).
     fn restart_cc(&mut self, sat: &Socket) {
-        let r = sat
-            .set_tcp_congestion(b"reno")
-            .and_then(|()| sat.set_tcp_congestion(BBR.as_bytes()));
-        if let Err(e) = r {
+        if let Err(e) = restart_congestion(sat, BBR) {
             if !self.warned {
                 tracing::warn!("restarting BBR on the satellite segment: {e}");
                 self.warned = true;

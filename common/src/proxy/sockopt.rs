@@ -187,6 +187,14 @@ pub fn connect_start(
     Ok((s, 0))
 }
 
+/// Re-initialises a socket's congestion control `cc` (away to reno and back: setting the CC in
+/// use is a no-op). Its estimates start over, its window stays: BBR re-enters STARTUP with a
+/// pacing rate from that window and forgets its min-RTT filter.
+pub fn restart_congestion(s: &Socket, cc: &str) -> std::io::Result<()> {
+    s.set_tcp_congestion(b"reno")
+        .and_then(|()| s.set_tcp_congestion(cc.as_bytes()))
+}
+
 /// The congestion control in use on a socket.
 pub fn congestion_name(s: &Socket) -> String {
     s.tcp_congestion()

@@ -22,6 +22,7 @@ use crate::pep::{
 use super::control::{info, FlowControl};
 use super::netcfg::NetCfg;
 use super::pump::FlowIo;
+use super::sockopt::{congestion_name, restart_congestion};
 use super::state::Shared;
 use super::sys;
 
@@ -223,15 +224,22 @@ impl FlowStart {
             delivery_rate: i.delivery_rate.unwrap_or(0),
             srtt: Duration::from_micros(i.rtt_us as u64),
             handshake: i.syn_recv(),
+            backlogged: i.notsent_bytes.unwrap_or(0) > 0,
         };
-        let rate = match j.on_sample(now, &s) {
+        let action = j.on_sample(now, &s);
+        let rate = match action {
             JumpAction::Keep => return,
             JumpAction::Pace(r) => Some(r),
-            JumpAction::Release => None,
+            JumpAction::Release | JumpAction::Restart => None,
         };
-        tracing::debug!(pacing = ?rate, acked = s.bytes_acked, lost = s.lost, "jump");
+        tracing::debug!(pacing = ?rate, acked = s.bytes_acked, lost = s.lost, ?action, "jump");
         if let Err(e) = sys::set_max_pacing_rate(sat.as_fd(), rate) {
             tracing::warn!("SO_MAX_PACING_RATE: {e}");
+        }
+        if action == JumpAction::Restart {
+            if let Err(e) = restart_congestion(sat, &congestion_name(sat)) {
+                tracing::warn!("restarting the satellite segment's congestion control: {e}");
+            }
         }
     }
 
