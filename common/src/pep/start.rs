@@ -100,7 +100,8 @@ pub struct StartPlan {
     /// Flows of the path already busy.
     pub busy: u32,
     /// Of those and of the flows that just started, the young ones (`pep::priority`): the new
-    /// flow shares with these; the older busy flows yield to it.
+    /// flow shares with these and with the busy flows that are not old yet; the old ones (a BDP
+    /// of the path carried) yield to it.
     #[serde(default)]
     pub young: u32,
 }
@@ -254,6 +255,17 @@ impl PathState {
         self.flows.iter().filter(old).count() as u32
     }
 
+    /// How many busy flows are neither young nor old (a kept-alive connection's next answer):
+    /// they do not yield, and a new flow shares with them as with the young ones.
+    fn peers(&self, now: Duration, known: Option<Link>) -> u32 {
+        let peer = |(id, f): &(&u64, &FlowRate)| {
+            now.saturating_sub(f.at) <= FRESH
+                && !self.ages.is_young(**id, now)
+                && !self.is_old(**id, f, now, known)
+        };
+        self.flows.iter().filter(peer).count() as u32
+    }
+
     /// The path's measurement, if recent enough to be used.
     fn measured(&self, now: Duration) -> Option<PathRate> {
         self.last.filter(|l| now.saturating_sub(l.at) <= MAX_AGE)
@@ -372,8 +384,9 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     }
 
     /// The pacing cap (bytes/s) of `flow` at `now`: while another flow of its path is young
-    /// and this one is not, the old busy flows keep a small share of the path's measured
-    /// rate together (`pep::priority`); `None` otherwise.
+    /// and this one is old (busy within [`FRESH`], not young, a BDP of the path carried in its
+    /// busy stretch), the old flows keep a small share of the path's measured rate together
+    /// (`pep::priority`); `None` otherwise, and for a flow that stopped reporting.
     pub fn yield_cap(&self, path: &K, flow: u64, now: Duration) -> Option<u64> {
         let st = self.paths.get(path)?;
         let m = st.measured(now)?;
@@ -411,6 +424,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
             })
             .or(self.p.configured);
         let old = st.map_or(0, |s| s.old(now, known));
+        let peers = st.map_or(0, |s| s.peers(now, known));
         let rtt = measured.map(|m| m.rtt).or(self.p.configured.map(|c| c.rtt));
         let phases = match (rtt, self.p.leo_max_rtt) {
             (Some(r), Some(leo)) if r > leo => None,
@@ -457,7 +471,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
                 }
             }
         };
-        let rate = link.rate * share * new_flow_share(old, young);
+        let rate = link.rate * share * new_flow_share(old, young + peers);
         let window = rate * link.rtt.as_secs_f64();
         let segs = (window / self.p.mss.max(1) as f64).min(MAX_INIT_CWND as f64) as u32;
         if segs <= KERNEL_INIT_CWND {
@@ -529,8 +543,9 @@ pub struct Jump {
     state: JumpState,
     /// The jump met loss before it was validated.
     retreated: bool,
-    /// The plan was a share of the path beside other busy or young flows.
-    shared: bool,
+    /// The jump paced at less than the path's whole believed rate: a share beside other busy
+    /// or young flows, or half of a rate not measured on the path now (`Configured`, `Stale`).
+    partial: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -586,7 +601,7 @@ impl Jump {
             handshake_lost: 0,
             state: JumpState::Unvalidated,
             retreated: false,
-            shared: plan.busy > 0 || plan.young > 0,
+            partial: plan.busy > 0 || plan.young > 0 || plan.source != Source::Measured,
         })
     }
 
@@ -608,11 +623,13 @@ impl Jump {
     /// a loss before that retreats to the delivery rate (at least a quarter of the jump's) for
     /// two RTTs, then releases. Retransmissions during the handshake are not losses.
     ///
-    /// A validated jump that was a share beside other flows, on a socket that still has bytes to
-    /// send, restarts the congestion control: BBR learned the share as the path's bandwidth, and
-    /// when the flows it started beside end (the objects of a page load) it would find the
-    /// freed capacity only at +25 % per eight round trips, 4 s each step on GEO. Restarted, it
-    /// is in STARTUP again from the window it has.
+    /// A validated jump that paced below the path's whole rate (a share beside other flows, or
+    /// the unvalidated half of a configured or stale rate), on a socket that still has bytes to
+    /// send, restarts the congestion control: BBR learned the pacing as the path's bandwidth and
+    /// would find the rest only at +25 % per eight round trips, 4 s a step on GEO (the capacity
+    /// of the flows it started beside once they end, the other half of a configured link).
+    /// Restarted, it is in STARTUP again from the window it has, and finds what is free within
+    /// a few round trips: if the path is full, STARTUP sees no growth and leaves.
     pub fn on_sample(&mut self, now: Duration, s: &JumpSample) -> JumpAction {
         if s.handshake {
             self.handshake_lost = s.lost;
@@ -644,7 +661,7 @@ impl Jump {
                     || self.started.is_some_and(|t| now >= t + 2 * srtt);
                 if validated {
                     self.state = JumpState::Done;
-                    if self.shared && s.backlogged {
+                    if self.partial && s.backlogged {
                         JumpAction::Restart
                     } else {
                         JumpAction::Release

@@ -230,6 +230,9 @@ fn flows_too_short_to_measure_still_take_their_share_after_expire() {
     s.expire(ms(400));
     let p = s.plan(&0, ms(400));
     assert_eq!((p.source, p.busy), (Source::Configured, 3));
+    // Neither young nor old, they share with the new flow: a quarter of the unvalidated half.
+    let want = geo().bdp() * UNVALIDATED_SHARE / 4.0 / MSS as f64;
+    assert_eq!(p.init_cwnd, Some(want as u32));
 }
 
 #[test]
@@ -675,7 +678,7 @@ fn a_busy_flow_yields_only_once_it_carried_a_bdp_of_its_path() {
     assert_eq!(
         s.yield_cap(&0, 2, ms(4600)),
         None,
-        "half a BDP carried: it is as short as the young one"
+        "under a BDP of the path carried: it is as short as the young one"
     );
     // The long one keeps the whole quarter (of the two flows' sum).
     let quarter = s.yield_cap(&0, 1, ms(4600)).expect("the long one yields");
@@ -689,17 +692,18 @@ fn a_busy_flow_yields_only_once_it_carried_a_bdp_of_its_path() {
 }
 
 #[test]
-fn a_jump_shared_with_other_flows_restarts_the_cc_if_it_still_has_bytes_to_send() {
-    let shared = |busy, young| {
+fn a_jump_below_the_paths_rate_restarts_the_cc_if_it_still_has_bytes_to_send() {
+    let planned = |busy, young, source| {
         let plan = StartPlan {
             init_cwnd: Some(100),
             pacing: Some(100_000),
-            source: Source::Measured,
+            source,
             busy,
             young,
         };
         Jump::new(&plan, MSS).unwrap()
     };
+    let shared = |busy, young| planned(busy, young, Source::Measured);
     let backlogged = JumpSample {
         backlogged: true,
         ..sample(20_000, 0, 100_000)
@@ -719,10 +723,16 @@ fn a_jump_shared_with_other_flows_restarts_the_cc_if_it_still_has_bytes_to_send(
         j.on_sample(ms(1500), &sample(20_000, 0, 1)),
         JumpAction::Release
     );
-    // A jump planned on the whole path keeps what it learned.
+    // A jump alone on a measured path paced at its whole rate: BBR keeps what it learned.
     let mut j = shared(0, 0);
     j.on_sample(ms(500), &backlogged);
     assert_eq!(j.on_sample(ms(1500), &backlogged), JumpAction::Release);
+    // Alone on half a configured or stale rate: the other half is to be found.
+    for source in [Source::Configured, Source::Stale] {
+        let mut j = planned(0, 0, source);
+        j.on_sample(ms(500), &backlogged);
+        assert_eq!(j.on_sample(ms(1500), &backlogged), JumpAction::Restart);
+    }
     // A jump that met loss retreats, then releases without a restart.
     let mut j = shared(1, 0);
     let lost = JumpSample {

@@ -387,7 +387,7 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
             },
             _ = jump_tick.tick(), if start.as_ref().is_some_and(|s| s.watching()) => {
                 if let Some(s) = start.as_deref_mut() {
-                    s.tick(shared, io.sock(plan.satellite_side).get_ref());
+                    s.tick(shared, io);
                 }
             },
             _ = io.read.notified(), if start.as_ref().is_some_and(|s| s.before_first_byte()) => {

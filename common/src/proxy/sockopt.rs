@@ -191,8 +191,11 @@ pub fn connect_start(
 /// use is a no-op). Its estimates start over, its window stays: BBR re-enters STARTUP with a
 /// pacing rate from that window and forgets its min-RTT filter.
 pub fn restart_congestion(s: &Socket, cc: &str) -> std::io::Result<()> {
-    s.set_tcp_congestion(b"reno")
-        .and_then(|()| s.set_tcp_congestion(cc.as_bytes()))
+    s.set_tcp_congestion(b"reno")?;
+    s.set_tcp_congestion(cc.as_bytes()).inspect_err(|_| {
+        // Once more: a socket left on reno would crawl on a long path.
+        let _ = s.set_tcp_congestion(cc.as_bytes());
+    })
 }
 
 /// The congestion control in use on a socket.

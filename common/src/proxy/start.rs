@@ -16,7 +16,7 @@ use ipnet::IpNet;
 use crate::pep::hysteresis;
 use crate::pep::start::{busy, route_update};
 use crate::pep::{
-    FlowId, Jump, JumpAction, JumpSample, PathKey, RateSample, StartPlan, Starts, Tenant,
+    Dir, FlowId, Jump, JumpAction, JumpSample, PathKey, RateSample, StartPlan, Starts, Tenant,
 };
 
 use super::control::{info, FlowControl};
@@ -26,6 +26,8 @@ use super::sockopt::{congestion_name, restart_congestion};
 use super::state::Shared;
 use super::sys;
 
+/// The congestion control whose estimate a jump's pacing shapes.
+const BBR: &str = "bbr";
 /// How often the paths' plans are recomputed.
 const REFRESH: Duration = Duration::from_millis(100);
 /// How often an unvalidated jump, and a busy flow's yield to young flows, are looked at.
@@ -189,10 +191,16 @@ impl FlowStart {
     }
 
     /// Validates or retreats the jump; once it is over, paces at the yield its path asks for.
-    pub fn tick(&mut self, shared: &Shared, sat: &socket2::Socket) {
+    pub fn tick(&mut self, shared: &Shared, io: &FlowIo) {
         let now = shared.clock.now();
+        let side = shared.plan().satellite_side;
+        let sat = io.sock(side).get_ref();
         if self.jump.as_ref().is_some_and(|j| !j.done()) {
-            self.jump_tick(sat, now);
+            // The bytes waiting for the satellite segment: its socket's unsent ones, or the
+            // relay's (the controlled direction keeps the socket's unsent bytes low).
+            let toward = Dir::BOTH.into_iter().find(|d| d.sink() == side);
+            let relayed = toward.is_some_and(|d| io.with_relay(|r| r.buffered(d)) > 0);
+            self.jump_tick(sat, relayed, now);
             return;
         }
         let Some(starts) = shared.starts.as_ref() else {
@@ -214,7 +222,7 @@ impl FlowStart {
     }
 
     /// Validates or retreats the jump.
-    fn jump_tick(&mut self, sat: &socket2::Socket, now: Duration) {
+    fn jump_tick(&mut self, sat: &socket2::Socket, relayed: bool, now: Duration) {
         let (Some(j), Some(i)) = (self.jump.as_mut(), info(sat)) else {
             return;
         };
@@ -224,7 +232,7 @@ impl FlowStart {
             delivery_rate: i.delivery_rate.unwrap_or(0),
             srtt: Duration::from_micros(i.rtt_us as u64),
             handshake: i.syn_recv(),
-            backlogged: i.notsent_bytes.unwrap_or(0) > 0,
+            backlogged: relayed || i.notsent_bytes.unwrap_or(0) > 0,
         };
         let action = j.on_sample(now, &s);
         let rate = match action {
@@ -236,9 +244,11 @@ impl FlowStart {
         if let Err(e) = sys::set_max_pacing_rate(sat.as_fd(), rate) {
             tracing::warn!("SO_MAX_PACING_RATE: {e}");
         }
-        if action == JumpAction::Restart {
-            if let Err(e) = restart_congestion(sat, &congestion_name(sat)) {
-                tracing::warn!("restarting the satellite segment's congestion control: {e}");
+        // Only BBR learns its bandwidth from the paced jump (and a name that could not be read
+        // must not leave the socket on reno).
+        if action == JumpAction::Restart && congestion_name(sat) == BBR {
+            if let Err(e) = restart_congestion(sat, BBR) {
+                tracing::error!("restarting BBR on the satellite segment: {e}");
             }
         }
     }

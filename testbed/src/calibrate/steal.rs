@@ -36,12 +36,13 @@ impl Steal {
 }
 
 /// The most that the cumulative counter `samples` (time, steal so far; in time order) grew
-/// within any `window`.
+/// within any `window`. The growth across one gap between two samples always counts, however
+/// long the gap: a stall long enough to stop the sampler too is the one that matters most.
 pub fn worst_burst(samples: &[(Duration, Duration)], window: Duration) -> Duration {
     let mut worst = Duration::ZERO;
     let mut from = 0;
-    for &(t, s) in samples {
-        while samples[from].0 + window < t {
+    for (i, &(t, s)) in samples.iter().enumerate() {
+        while from + 1 < i && samples[from].0 + window < t {
             from += 1;
         }
         worst = worst.max(s.saturating_sub(samples[from].1));
@@ -49,10 +50,13 @@ pub fn worst_burst(samples: &[(Duration, Duration)], window: Duration) -> Durati
     worst
 }
 
-/// Samples the host steal in a thread until [`StealWatch::finish`].
+/// When, and each vCPU's steal so far.
+type Sample = (Duration, Vec<Duration>);
+
+/// Samples the host steal in a thread until [`StealWatch::finish`] (or drop).
 pub struct StealWatch {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<Vec<(Duration, Duration)>>,
+    thread: Option<JoinHandle<Vec<Sample>>>,
     t0: Instant,
 }
 
@@ -63,41 +67,80 @@ impl StealWatch {
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let mut samples = Vec::new();
-            while !flag.load(Ordering::Relaxed) {
-                if let Some(s) = host_steal() {
+            loop {
+                let last = flag.load(Ordering::Relaxed);
+                if let Some(s) = host_steal_per_cpu() {
                     samples.push((t0.elapsed(), s));
+                }
+                if last {
+                    return samples;
                 }
                 std::thread::sleep(SAMPLE);
             }
-            if let Some(s) = host_steal() {
-                samples.push((t0.elapsed(), s));
-            }
-            samples
         });
-        StealWatch { stop, thread, t0 }
+        StealWatch {
+            stop,
+            thread: Some(thread),
+            t0,
+        }
     }
 
-    /// The run's steal (none seen when /proc/stat has no steal column).
-    pub fn finish(self) -> Steal {
+    /// The run's steal (none seen when /proc/stat has no steal column): the share summed over
+    /// the vCPUs, the burst of the worst vCPU.
+    pub fn finish(mut self) -> Steal {
         self.stop.store(true, Ordering::Relaxed);
-        let samples = self.thread.join().unwrap_or_default();
-        let total = match (samples.first(), samples.last()) {
-            (Some(a), Some(b)) => b.1.saturating_sub(a.1),
-            _ => Duration::ZERO,
-        };
+        let samples = self
+            .thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        let cpus = samples.iter().map(|(_, s)| s.len()).min().unwrap_or(0);
+        let total =
+            |i: usize| -> Duration { samples.get(i).map_or(Duration::ZERO, |s| s.1.iter().sum()) };
+        let all = total(samples.len().saturating_sub(1)).saturating_sub(total(0));
+        let burst = (0..cpus)
+            .map(|c| {
+                let one: Vec<(Duration, Duration)> =
+                    samples.iter().map(|(t, s)| (*t, s[c])).collect();
+                worst_burst(&one, BURST_WINDOW)
+            })
+            .max()
+            .unwrap_or(Duration::ZERO);
         Steal {
-            share: total.as_secs_f64() / self.t0.elapsed().as_secs_f64().max(1e-9),
-            burst: worst_burst(&samples, BURST_WINDOW),
+            share: all.as_secs_f64() / self.t0.elapsed().as_secs_f64().max(1e-9),
+            burst,
         }
+    }
+}
+
+impl Drop for StealWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
 /// CPU time the hypervisor withheld from this machine's vCPUs so far (the `steal` column of
 /// /proc/stat, in USER_HZ = 100 ticks/s): the host stalls that delay releases.
 pub fn host_steal() -> Option<Duration> {
+    steal_of(
+        std::fs::read_to_string("/proc/stat")
+            .ok()?
+            .lines()
+            .find(|l| l.starts_with("cpu "))?,
+    )
+}
+
+/// The same, per vCPU (the `cpuN` lines).
+fn host_steal_per_cpu() -> Option<Vec<Duration>> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let ticks: u64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+    stat.lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .map(steal_of)
+        .collect()
+}
+
+fn steal_of(line: &str) -> Option<Duration> {
+    let ticks: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
     Some(Duration::from_millis(ticks * 10))
 }
 
@@ -146,6 +189,18 @@ mod tests {
             burst: ms(10),
         };
         assert!(!s.calm(), "2 % overall is not calm");
+    }
+
+    #[test]
+    fn a_stall_that_stopped_the_sampler_counts_whole() {
+        // 300 ms without a sample, 250 ms of steal across that gap.
+        let gap = vec![
+            (ms(0), ms(0)),
+            (ms(20), ms(0)),
+            (ms(320), ms(250)),
+            (ms(340), ms(250)),
+        ];
+        assert_eq!(worst_burst(&gap, BURST_WINDOW), ms(250));
     }
 
     #[test]

@@ -283,8 +283,9 @@ impl Controller {
         }
         let mut sat_mss = DEFAULT_MSS;
         // Only on LEO paths, where the path changes every few seconds and ProbeRTT is the rule
-        // (measured). On GEO a restart means STARTUP, then DRAIN for a 500 ms round trip: not
-        // measured there, so GEO keeps BBR's own ProbeRTT.
+        // (measured). On GEO ProbeRTT is rare (the path does not change) and this restart was
+        // not measured there, so GEO keeps BBR's own ProbeRTT. (Careful resume restarts BBR once
+        // at the end of a jump paced below the path's rate, on any path: `pep::start::Jump`.)
         let leo = self.base.get().is_some_and(|b| b <= LEO_MAX_RTT);
         let restart_cc = s
             .sat
