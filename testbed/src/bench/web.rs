@@ -263,7 +263,9 @@ mod tests {
         let c = nginx_conf(Path::new("/t/site"), Path::new("/t"));
         assert!(c.starts_with("daemon off;\n"));
         assert!(c.contains("root /t/site/$host;"));
-        assert!(c.contains("pid /t/nginx.pid;") && c.contains("access_log /t/nginx-access.log;"));
+        assert!(c.contains("pid /t/nginx.pid;"));
+        assert!(c.contains("access_log /t/nginx-access.log timed;"));
+        assert!(c.contains("log_format timed '$msec $connection $connection_requests $host"));
         assert!(c.contains("client_body_temp_path /t/nginx-client_body;"));
         assert!(c.contains("Timing-Allow-Origin \"*\"") && c.contains("gzip off;"));
         assert_eq!(c.matches('{').count(), c.matches('}').count());
