@@ -118,8 +118,8 @@ const OVERHEAD_GAIN: f64 = 0.05;
 const MIN_RCVBUF: u32 = 16 * 1024;
 /// The controlled direction's relay size: the satellite socket's low-water mark, at least this.
 const MIN_RELAY: u32 = 8 * 1024;
-/// The congestion control whose ProbeRTT the controller pre-empts.
-const BBR: &str = "bbr";
+/// BBR: the controller pre-empts its ProbeRTT, and careful resume restarts it after a jump.
+pub(super) const BBR: &str = "bbr";
 
 fn smooth(k: &mut f64, mem: u32, payload: u32) {
     if payload >= OVERHEAD_MIN_SAMPLE && mem > 0 {

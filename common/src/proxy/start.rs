@@ -19,15 +19,13 @@ use crate::pep::{
     Dir, FlowId, Jump, JumpAction, JumpSample, PathKey, RateSample, StartPlan, Starts, Tenant,
 };
 
-use super::control::{info, FlowControl};
+use super::control::{info, FlowControl, BBR};
 use super::netcfg::NetCfg;
 use super::pump::FlowIo;
 use super::sockopt::{congestion_name, restart_congestion};
 use super::state::Shared;
 use super::sys;
 
-/// The congestion control whose estimate a jump's pacing shapes.
-const BBR: &str = "bbr";
 /// How often the paths' plans are recomputed.
 const REFRESH: Duration = Duration::from_millis(100);
 /// How often an unvalidated jump, and a busy flow's yield to young flows, are looked at.
