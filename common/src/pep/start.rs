@@ -99,9 +99,9 @@ pub struct StartPlan {
     pub source: Source,
     /// Flows of the path already busy.
     pub busy: u32,
-    /// Of those and of the flows that just started, the young ones (`pep::priority`): the new
-    /// flow shares with these and with the busy flows that are not old yet; the old ones (a BDP
-    /// of the path carried) yield to it.
+    /// Of those and of the flows that just started, the young ones still sending
+    /// (`pep::priority`): the new flow shares with these and with the busy flows that are not
+    /// old yet; the old ones (a BDP of the path carried) yield to it.
     #[serde(default)]
     pub young: u32,
 }
@@ -374,13 +374,23 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
 
     /// The flow moved its first byte at `now`: it is young for a few round trips of its path
     /// (`pep::priority`), when the path's round trip is known (measured or configured).
-    pub fn on_first_byte(&mut self, path: &K, flow: u64, now: Duration) {
+    /// Returns whether it is young.
+    pub fn on_first_byte(&mut self, path: &K, flow: u64, now: Duration) -> bool {
         let measured = self.paths.get(path).and_then(|st| st.measured(now));
         let Some(rtt) = measured.map(|m| m.rtt).or(self.p.configured.map(|c| c.rtt)) else {
-            return;
+            return false;
         };
         let st = self.paths.entry(path.clone()).or_default();
         st.ages.on_first_byte(flow, now, rtt);
+        st.ages.is_young(flow, now)
+    }
+
+    /// The shell looked at young `flow` at `now`: while bytes of its wait for the satellite
+    /// segment (`waiting`) it counts in a new flow's share. Returns whether it is still young.
+    pub fn on_look(&mut self, path: &K, flow: u64, now: Duration, waiting: bool) -> bool {
+        self.paths
+            .get_mut(path)
+            .is_some_and(|st| st.ages.on_look(flow, now, waiting))
     }
 
     /// The pacing cap (bytes/s) of `flow` at `now`: while another flow of its path is young
@@ -415,7 +425,8 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     pub fn plan(&self, path: &K, now: Duration) -> StartPlan {
         let st = self.paths.get(path);
         let busy = st.map_or(0, |s| s.busy(now));
-        let young = st.map_or(0, |s| s.ages.young(now));
+        // The young flows it shares with: those still sending (`pep::priority`).
+        let young = st.map_or(0, |s| s.ages.sending(now));
         let measured = st.and_then(|s| s.measured(now));
         let known = measured
             .map(|m| Link {
@@ -481,10 +492,14 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
                 ..StartPlan::DEFAULT
             };
         }
-        // Paced at the rate the window assumes: the jump spreads over one RTT instead of
-        // bursting at line rate into the link's buffer.
+        // Paced at the rate the path is believed to carry, not at the flow's share of it: the
+        // jump does not burst at line rate into the link's buffer, and a short answer (a page's
+        // object) leaves at the link's speed instead of over a whole round trip. Beside other
+        // flows the window is the share: the jump adds at most that to the link's queue.
         let window = segs as f64 * self.p.mss as f64;
-        let pacing = (window / link.rtt.as_secs_f64()).max(1.0) as u64;
+        let pacing = (link.rate * share)
+            .max(window / link.rtt.as_secs_f64())
+            .max(1.0) as u64;
         StartPlan {
             init_cwnd: Some(segs),
             pacing: Some(pacing),

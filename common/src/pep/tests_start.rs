@@ -620,10 +620,19 @@ fn old_busy_flows_yield_to_a_young_one_for_its_first_round_trips() {
         None,
         "the young flow does not yield"
     );
-    // A third flow shares the young part with it.
+    // A third flow shares the young part with it while bytes of the young one wait, paced
+    // at the path's rate (a short answer leaves at the link's speed).
+    assert!(s.on_look(&0, 2, ms(4690), true));
     let p = s.plan(&0, ms(4700));
     assert_eq!((p.busy, p.young), (1, 1));
     assert_eq!(p.init_cwnd, Some((bdp * 0.375) as u32));
+    assert_eq!(p.pacing, Some(1_250_000));
+    // Once the young one has sent everything it takes no share, but it is still young.
+    assert!(s.on_look(&0, 2, ms(4800), false));
+    let p = s.plan(&0, ms(4800));
+    assert_eq!((p.busy, p.young), (1, 0));
+    assert_eq!(p.init_cwnd, Some((bdp * 0.75) as u32));
+    assert!(s.yield_cap(&0, 1, ms(4800)).is_some());
     // Four round trips (2 s) after its first byte it is old: nobody yields any more, and the
     // young flow's next answer does not make it young again.
     assert!(s.yield_cap(&0, 1, ms(6599)).is_some());
@@ -648,14 +657,14 @@ fn old_flows_share_their_quarter_and_nothing_known_makes_no_flow_young() {
     assert_eq!(s.yield_cap(&0, 2, ms(1100)), Some(156_250));
     // A path with neither a measurement nor a configured link has no round trip to count in.
     let mut s = starts(None, no_schedule());
-    s.on_first_byte(&0, 1, ms(0));
+    assert!(!s.on_first_byte(&0, 1, ms(0)));
     assert_eq!(s.plan(&0, ms(0)).young, 0);
     assert_eq!(s.yield_cap(&0, 2, ms(0)), None);
     // A configured link does: a young flow without measurement yields nobody a cap (there is
     // no measured rate to take a share of) but counts for the next flow's share.
     let mut s = starts(Some(geo()), no_schedule());
-    s.on_first_byte(&0, 1, ms(0));
-    assert_eq!(s.plan(&0, ms(100)).young, 1);
+    assert!(s.on_first_byte(&0, 1, ms(0)));
+    assert_eq!(s.plan(&0, ms(40)).young, 1);
     assert_eq!(s.yield_cap(&0, 2, ms(100)), None);
     s.expire(ms(5000));
     assert_eq!(s.plan(&0, ms(5000)).young, 0);

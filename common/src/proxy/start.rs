@@ -16,7 +16,8 @@ use ipnet::IpNet;
 use crate::pep::hysteresis;
 use crate::pep::start::{busy, route_update};
 use crate::pep::{
-    Dir, FlowId, Jump, JumpAction, JumpSample, PathKey, RateSample, StartPlan, Starts, Tenant,
+    Dir, FlowId, Jump, JumpAction, JumpSample, PathKey, RateSample, StartPlan, Starts, TcpInfo,
+    Tenant,
 };
 
 use super::control::{info, FlowControl, BBR};
@@ -123,6 +124,9 @@ pub struct FlowStart {
     busy_from: u64,
     /// The flow has not moved a byte yet: its first makes it young.
     before_first_byte: bool,
+    /// The flow is young: its path is told whether bytes of its wait (a new flow shares the
+    /// link with the young flows that send).
+    young: bool,
     /// The flow kept its satellite segment busy at its last report: it may have to yield.
     busy: bool,
     /// The pacing cap of its yield to young flows, when one is set.
@@ -164,6 +168,7 @@ impl FlowStart {
             at: now,
             busy_from: 0,
             before_first_byte: true,
+            young: false,
             busy: false,
             yielded: None,
         })
@@ -178,32 +183,46 @@ impl FlowStart {
     pub fn on_first_byte(&mut self, shared: &Shared) {
         self.before_first_byte = false;
         if let Some(starts) = shared.starts.as_ref() {
-            lock(starts).on_first_byte(&self.path, self.id, shared.clock.now());
+            self.young = lock(starts).on_first_byte(&self.path, self.id, shared.clock.now());
         }
     }
 
-    /// The jump is still to be validated, or the flow is busy and may have to yield to a
-    /// young one: look every [`JUMP_CHECK`].
+    /// The jump is still to be validated, the flow is young (its path wants to know whether it
+    /// sends), or it is busy and may have to yield to a young one: look every [`JUMP_CHECK`].
     pub fn watching(&self) -> bool {
-        self.jump.as_ref().is_some_and(|j| !j.done()) || self.busy || self.yielded.is_some()
+        self.jump.as_ref().is_some_and(|j| !j.done())
+            || self.young
+            || self.busy
+            || self.yielded.is_some()
     }
 
-    /// Validates or retreats the jump; once it is over, paces at the yield its path asks for.
+    /// Tells the path whether a young flow sends; validates or retreats the jump; once it is
+    /// over, paces at the yield its path asks for.
     pub fn tick(&mut self, shared: &Shared, io: &FlowIo) {
-        let now = shared.clock.now();
-        let side = shared.plan().satellite_side;
-        let sat = io.sock(side).get_ref();
-        if self.jump.as_ref().is_some_and(|j| !j.done()) {
-            // The bytes waiting for the satellite segment: its socket's unsent ones, or the
-            // relay's (the controlled direction keeps the socket's unsent bytes low).
-            let toward = Dir::BOTH.into_iter().find(|d| d.sink() == side);
-            let relayed = toward.is_some_and(|d| io.with_relay(|r| r.buffered(d)) > 0);
-            self.jump_tick(sat, relayed, now);
-            return;
-        }
         let Some(starts) = shared.starts.as_ref() else {
             return;
         };
+        let now = shared.clock.now();
+        let side = shared.plan().satellite_side;
+        let sat = io.sock(side).get_ref();
+        let jumping = self.jump.as_ref().is_some_and(|j| !j.done());
+        let i = (jumping || self.young).then(|| info(sat)).flatten();
+        // The bytes waiting for the satellite segment: its socket's unsent ones, or the
+        // relay's (the controlled direction keeps the socket's unsent bytes low).
+        let waiting = || {
+            let toward = Dir::BOTH.into_iter().find(|d| d.sink() == side);
+            toward.is_some_and(|d| io.with_relay(|r| r.buffered(d)) > 0)
+                || i.as_ref().and_then(|i| i.notsent_bytes).unwrap_or(0) > 0
+        };
+        if self.young {
+            self.young = lock(starts).on_look(&self.path, self.id, now, waiting());
+        }
+        if jumping {
+            if let Some(i) = &i {
+                self.jump_tick(sat, i, waiting(), now);
+            }
+            return;
+        }
         let cap = lock(starts).yield_cap(&self.path, self.id, now);
         let moved = match (self.yielded, cap) {
             (Some(a), Some(b)) => hysteresis::moved(a, b),
@@ -220,8 +239,8 @@ impl FlowStart {
     }
 
     /// Validates or retreats the jump.
-    fn jump_tick(&mut self, sat: &socket2::Socket, relayed: bool, now: Duration) {
-        let (Some(j), Some(i)) = (self.jump.as_mut(), info(sat)) else {
+    fn jump_tick(&mut self, sat: &socket2::Socket, i: &TcpInfo, backlogged: bool, now: Duration) {
+        let Some(j) = self.jump.as_mut() else {
             return;
         };
         let s = JumpSample {
@@ -230,7 +249,7 @@ impl FlowStart {
             delivery_rate: i.delivery_rate.unwrap_or(0),
             srtt: Duration::from_micros(i.rtt_us as u64),
             handshake: i.syn_recv(),
-            backlogged: relayed || i.notsent_bytes.unwrap_or(0) > 0,
+            backlogged,
         };
         let action = j.on_sample(now, &s);
         let rate = match action {
