@@ -2,7 +2,7 @@
 //! for a new flow's first bytes from the client and sends them with its SYN toward the POP,
 //! whose TPROXY listener takes data in a SYN. A request then leaves one satellite round trip
 //! earlier. A client that sends nothing (a server-first protocol, a browser's preconnect) gets
-//! a plain handshake after [`FIRST_BYTES_WAIT`]; a POP that does not take SYN data answers a
+//! a plain handshake after a quarter of the satellite round trip ([`first_bytes_wait`]); a POP that does not take SYN data answers a
 //! plain SYN-ACK and the kernel sends the bytes again after the handshake.
 //!
 //! At the POP the answer can start before the handshake completes (the child socket is in
@@ -12,6 +12,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use nix::sys::socket::{self, MsgFlags};
@@ -20,11 +21,53 @@ use tokio::io::unix::AsyncFd;
 
 use super::sys;
 
-/// How long the box waits for a client's first bytes before a plain connect. A client-first
-/// protocol (HTTP, TLS) writes as soon as its handshake with the box completes, within a
-/// millisecond on a LAN; a server-first one pays this once, against the satellite round trip
-/// (≥ 20 ms on LEO, ~550 ms on GEO) that a client-first one saves.
-pub const FIRST_BYTES_WAIT: Duration = Duration::from_millis(10);
+/// How long the box waits for a client's first bytes before a plain connect, as a share of
+/// the satellite round trip ([`first_bytes_wait`]): a client-first connection whose bytes come
+/// within the wait saves a round trip, a server-first one (SMTP, a browser's preconnect) pays
+/// the wait once, so it is a quarter of what it saves.
+pub const FIRST_BYTES_SHARE: u32 = 4;
+/// The wait with no round trip seen yet, and its floor: a client-first protocol (HTTP, TLS)
+/// writes as soon as its handshake with the box completes, a millisecond on an idle LAN host.
+pub const FIRST_BYTES_WAIT_MIN: Duration = Duration::from_millis(10);
+/// Its ceiling.
+pub const FIRST_BYTES_WAIT_MAX: Duration = Duration::from_millis(150);
+
+/// The wait for a client's first bytes on a satellite path whose round trip is `rtt` (`None`:
+/// none seen yet). A browser that opens 20 connections at once writes on some of them 10-35 ms
+/// after their handshakes (measured on a GEO page load here); with a fixed 10 ms those crossed
+/// without Fast Open, a whole round trip later.
+pub fn first_bytes_wait(rtt: Option<Duration>) -> Duration {
+    rtt.map_or(FIRST_BYTES_WAIT_MIN, |r| {
+        (r / FIRST_BYTES_SHARE).clamp(FIRST_BYTES_WAIT_MIN, FIRST_BYTES_WAIT_MAX)
+    })
+}
+
+/// The satellite round trip the box's connects saw (their handshakes), smoothed (1/8 per
+/// sample, as TCP's srtt). Shared by the flows; a lost update between two flows only delays
+/// the average.
+#[derive(Debug, Default)]
+pub struct HandshakeRtt(AtomicU64);
+
+impl HandshakeRtt {
+    /// A connect completed with this round trip (zero: no sample).
+    pub fn on_sample(&self, rtt: Duration) {
+        let us = rtt.as_micros().min(u64::MAX as u128) as u64;
+        if us == 0 {
+            return;
+        }
+        let old = self.0.load(Relaxed);
+        let new = if old == 0 { us } else { old - old / 8 + us / 8 };
+        self.0.store(new, Relaxed);
+    }
+
+    /// The smoothed round trip, once one was seen.
+    pub fn get(&self) -> Option<Duration> {
+        match self.0.load(Relaxed) {
+            0 => None,
+            us => Some(Duration::from_micros(us)),
+        }
+    }
+}
 
 /// At most this much rides on the SYN (the kernel takes what fits one segment).
 const FIRST_BYTES_MAX: usize = 1400;
@@ -57,8 +100,9 @@ pub fn listen(s: &Socket, cookie: bool) -> io::Result<()> {
 }
 
 /// The client's first bytes, peeked (they stay in the accepted socket), if any arrive within
-/// [`FIRST_BYTES_WAIT`]. Empty on timeout, EOF or error: the flow then connects plainly.
-pub async fn first_bytes(accepted: &AsyncFd<Socket>) -> Vec<u8> {
+/// `wait` ([`first_bytes_wait`]). Empty on timeout, EOF or error: the flow then connects
+/// plainly.
+pub async fn first_bytes(accepted: &AsyncFd<Socket>, wait: Duration) -> Vec<u8> {
     let peek = async {
         loop {
             let mut guard = accepted.readable().await.ok()?;
@@ -74,7 +118,7 @@ pub async fn first_bytes(accepted: &AsyncFd<Socket>) -> Vec<u8> {
             }
         }
     };
-    tokio::time::timeout(FIRST_BYTES_WAIT, peek)
+    tokio::time::timeout(wait, peek)
         .await
         .ok()
         .flatten()
@@ -139,4 +183,32 @@ pub fn consume(accepted: &Socket, n: usize) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn the_wait_is_a_quarter_of_the_round_trip_within_its_bounds() {
+        assert_eq!(first_bytes_wait(None), FIRST_BYTES_WAIT_MIN);
+        assert_eq!(first_bytes_wait(Some(20 * MS)), FIRST_BYTES_WAIT_MIN, "LEO");
+        assert_eq!(first_bytes_wait(Some(80 * MS)), 20 * MS);
+        assert_eq!(first_bytes_wait(Some(550 * MS)), 137_500 * MS / 1000, "GEO");
+        assert_eq!(first_bytes_wait(Some(5000 * MS)), FIRST_BYTES_WAIT_MAX);
+    }
+
+    #[test]
+    fn the_handshake_rtt_is_smoothed_from_its_first_sample() {
+        let r = HandshakeRtt::default();
+        assert_eq!(r.get(), None);
+        r.on_sample(Duration::ZERO);
+        assert_eq!(r.get(), None, "no sample");
+        r.on_sample(560 * MS);
+        assert_eq!(r.get(), Some(560 * MS));
+        r.on_sample(400 * MS);
+        assert_eq!(r.get(), Some(540 * MS), "an eighth of the way");
+    }
 }

@@ -81,7 +81,10 @@ async fn relay_flow(
     };
     // Fast Open: the client's first bytes ride on the SYN across the satellite.
     let first = match plan.fast_open {
-        FastOpen::Connect => fast_open::first_bytes(&accepted).await,
+        FastOpen::Connect => {
+            let wait = fast_open::first_bytes_wait(shared.handshake_rtt.get());
+            fast_open::first_bytes(&accepted, wait).await
+        }
         _ => Vec::new(),
     };
     let opts = plan.opts(Side::Connected);
@@ -141,6 +144,13 @@ async fn relay_flow(
     }
     if let Err(e) = sockopt::set_liveness(connected.get_ref(), plan.opts(Side::Connected)) {
         tracing::warn!("connected socket options: {e}");
+    }
+    if plan.fast_open == FastOpen::Connect {
+        if let Some(i) = info(connected.get_ref()) {
+            shared
+                .handshake_rtt
+                .on_sample(Duration::from_micros(i.rtt_us as u64));
+        }
     }
     relay.on(Event::Connected, Instant::now());
     if early > 0 {

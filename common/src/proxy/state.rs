@@ -52,6 +52,9 @@ pub struct Shared {
     pub control_log: Option<ControlLog>,
     /// Careful resume: every satellite path's memory (`None` when off).
     pub starts: Option<SharedStarts>,
+    /// Fast Open at the box: the satellite round trip its connects saw, which sets how long
+    /// a new flow waits for its client's first bytes.
+    pub handshake_rtt: super::fast_open::HandshakeRtt,
     /// The StarPEP controllers' histograms and phase times, for the metrics.
     pub control_stats: Mutex<ControlStats>,
 }
@@ -88,6 +91,7 @@ impl Shared {
             clock: Clock::new(),
             control_log: None,
             starts,
+            handshake_rtt: Default::default(),
             control_stats: Mutex::default(),
         }
     }
