@@ -282,16 +282,16 @@ impl Controller {
             .at(now);
         }
         let mut sat_mss = DEFAULT_MSS;
-        // Only on LEO paths, where the path changes every few seconds and ProbeRTT is the rule
-        // (measured). On GEO ProbeRTT is rare (the path does not change) and this restart was
-        // not measured there, so GEO keeps BBR's own ProbeRTT. (Careful resume restarts BBR once
-        // at the end of a jump paced below the path's rate, on any path: `pep::start::Jump`.)
-        let leo = self.base.get().is_some_and(|b| b <= LEO_MAX_RTT);
+        // On every path. On LEO the path changes every few seconds; on GEO the link's queue
+        // target (half the base RTT) keeps every sample above the minimum: a 30 MB download
+        // met ProbeRTT every 12.5 s, each time with the link idle for 0.9 s (cwnd 4 segments
+        // for 200 ms and a 500 ms round trip, then the pipe refilled). (Careful resume also
+        // restarts BBR once at the end of a jump paced below the path's rate:
+        // `pep::start::Jump`.)
         let restart_cc = s
             .sat
             .and_then(|x| x.bbr)
-            .is_some_and(|b| self.probe_rtt.on_sample(now, &b))
-            && leo;
+            .is_some_and(|b| self.probe_rtt.on_sample(now, &b));
         if let Some(sat) = s.sat {
             let srtt = Duration::from_micros(sat.srtt_us as u64);
             let window = RateEstimator::window(srtt);

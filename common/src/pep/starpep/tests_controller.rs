@@ -565,13 +565,19 @@ fn bbr_is_restarted_ahead_of_its_probe_rtt_and_only_then() {
     let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
     let s = samples(10_000);
     assert!((0..3000).all(|i| !c.on_samples(CONTROL_PERIOD * i, &s).restart_cc));
-    // A GEO path (600 ms): never either.
+    // A GEO path (600 ms) too: its queue target (half the base) keeps every sample above the
+    // minimum, and ProbeRTT idled the link for 0.9 s every 12.5 s.
     let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
     let mut s = samples(10_000);
     let sat = s.sat.as_mut().unwrap();
-    sat.srtt_us = 600_000;
+    sat.srtt_us = 900_000;
     sat.bbr = Some(bbr(600_000));
-    assert!((0..3000).all(|i| !c.on_samples(CONTROL_PERIOD * i, &s).restart_cc));
+    let restarts: Vec<u32> = (0..2400)
+        .filter(|&i| c.on_samples(CONTROL_PERIOD * i, &s).restart_cc)
+        .collect();
+    assert_eq!(restarts.len(), 1, "{restarts:?}");
+    let at = CONTROL_PERIOD * restarts[0];
+    assert!(at < super::BBR_MIN_RTT_WIN && at > Duration::from_secs(9), "{at:?}");
 }
 
 #[test]
