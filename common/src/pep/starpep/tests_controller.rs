@@ -577,7 +577,10 @@ fn bbr_is_restarted_ahead_of_its_probe_rtt_and_only_then() {
         .collect();
     assert_eq!(restarts.len(), 1, "{restarts:?}");
     let at = CONTROL_PERIOD * restarts[0];
-    assert!(at < super::BBR_MIN_RTT_WIN && at > Duration::from_secs(9), "{at:?}");
+    assert!(
+        at < super::BBR_MIN_RTT_WIN && at > Duration::from_secs(9),
+        "{at:?}"
+    );
 }
 
 #[test]
