@@ -175,9 +175,23 @@ pub const BASE_OVER_MIN: Duration = Duration::from_millis(5);
 /// change of path anyway.
 pub const LINK_PROBE_EVERY: Duration = Duration::from_secs(10);
 pub const LINK_PROBE_EVERY_RTTS: u32 = 40;
-/// Length of a periodic drain, in base RTTs (at least [`LINK_PROBE_MIN`]).
+/// Length of a periodic drain, in base RTTs, within [`LINK_PROBE_MIN`] and
+/// [`LINK_PROBE_MAX`]. The link's queue is empty one RTT after the cap drops (the bytes above
+/// it are acknowledged first), and the bytes sent then come back at the base in the next one;
+/// the third is margin for a short path's jitter of a few milliseconds.
 const LINK_PROBE_RTTS: u32 = 3;
 pub const LINK_PROBE_MIN: Duration = Duration::from_millis(30);
+/// On a GEO path three RTTs are 1.5 s at half the link (a 30 MB download lost 0.75 s to one
+/// drain); two are enough there, the base being held within [`BASE_OVER_MIN`] of the kernel's
+/// minimum anyway.
+pub const LINK_PROBE_MAX: Duration = Duration::from_secs(1);
+
+/// How long a periodic drain lasts on a path whose base RTT is `base`.
+pub fn link_probe_len(base: Option<Duration>) -> Duration {
+    base.map_or(LINK_PROBE_MIN, |b| {
+        (b * LINK_PROBE_RTTS).clamp(LINK_PROBE_MIN, LINK_PROBE_MAX)
+    })
+}
 
 impl BaseRtt {
     pub fn on_sample(&mut self, now: Duration, srtt_us: u32) {
@@ -226,10 +240,7 @@ impl BaseRtt {
                 });
                 let due = self.last_probe_end.is_none_or(|t| now >= t + every);
                 if due && self.base_us.is_some() && !forced {
-                    let len = self.get().map_or(LINK_PROBE_MIN, |b| {
-                        (b * LINK_PROBE_RTTS).max(LINK_PROBE_MIN)
-                    });
-                    self.probe_until = Some(now + len);
+                    self.probe_until = Some(now + link_probe_len(self.get()));
                     true
                 } else {
                     false
@@ -347,3 +358,46 @@ impl UpRtt {
 
 /// Below this the kernel's figures are timer granularity, not a path.
 const RTT_UP_FLOOR_US: u32 = 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_drain_lasts_three_base_rtts_within_its_bounds() {
+        assert_eq!(link_probe_len(None), LINK_PROBE_MIN);
+        assert_eq!(link_probe_len(Some(5 * MS)), LINK_PROBE_MIN);
+        assert_eq!(link_probe_len(Some(40 * MS)), 120 * MS, "LEO");
+        assert_eq!(
+            link_probe_len(Some(500 * MS)),
+            LINK_PROBE_MAX,
+            "GEO: two RTTs"
+        );
+    }
+
+    #[test]
+    fn a_geo_path_drains_every_forty_rtts_for_a_second() {
+        let mut b = BaseRtt::default();
+        let mut drains = Vec::new();
+        let mut t = Duration::ZERO;
+        // 60 s of a 500 ms path, ticked every 5 ms.
+        while t < Duration::from_secs(60) {
+            b.on_sample(t, 500_000);
+            if b.tick(t, false) {
+                drains.push(t);
+            }
+            t += 5 * MS;
+        }
+        let starts: Vec<Duration> = drains
+            .windows(2)
+            .filter(|w| w[1] - w[0] > 5 * MS)
+            .map(|w| w[1])
+            .chain(drains.first().copied())
+            .collect();
+        assert_eq!(starts.len(), 2, "every 20 s (40 RTTs): {starts:?}");
+        let total: Duration = 5 * MS * drains.len() as u32;
+        assert_eq!(total, 2 * LINK_PROBE_MAX, "two drains of a second");
+    }
+}
