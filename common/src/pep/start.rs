@@ -394,9 +394,11 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
     }
 
     /// The pacing cap (bytes/s) of `flow` at `now`: while another flow of its path is young
-    /// and this one is old (busy within [`FRESH`], not young, a BDP of the path carried in its
-    /// busy stretch), the old flows keep a small share of the path's measured rate together
-    /// (`pep::priority`); `None` otherwise, and for a flow that stopped reporting.
+    /// and sending, and this one is old (busy within [`FRESH`], not young, a BDP of the path
+    /// carried in its busy stretch), the old flows keep a small share of the path's measured
+    /// rate together (`pep::priority`); `None` otherwise, and for a flow that stopped reporting.
+    /// A young connection that delivered its answer and waits for a request is yielded nothing:
+    /// the link would idle.
     pub fn yield_cap(&self, path: &K, flow: u64, now: Duration) -> Option<u64> {
         let st = self.paths.get(path)?;
         let m = st.measured(now)?;
@@ -407,7 +409,7 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
         if !st.is_old(flow, st.flows.get(&flow)?, now, known) {
             return None;
         }
-        old_flow_cap(m.rate, st.old(now, known), st.ages.young(now))
+        old_flow_cap(m.rate, st.old(now, known), st.ages.sending(now))
     }
 
     /// Forgets measurements older than [`MAX_AGE`], flows that stopped reporting, and flows
@@ -495,11 +497,10 @@ impl<K: std::hash::Hash + Eq + Clone> Starts<K> {
         // Paced at the rate the path is believed to carry, not at the flow's share of it: the
         // jump does not burst at line rate into the link's buffer, and a short answer (a page's
         // object) leaves at the link's speed instead of over a whole round trip. Beside other
-        // flows the window is the share: the jump adds at most that to the link's queue.
-        let window = segs as f64 * self.p.mss as f64;
-        let pacing = (link.rate * share)
-            .max(window / link.rtt.as_secs_f64())
-            .max(1.0) as u64;
+        // flows the window is the share: this flow's jump adds at most that to the link's queue
+        // (flows that start within one refresh of the routes get the same initial window, and
+        // their jumps add up).
+        let pacing = (link.rate * share).max(1.0) as u64;
         StartPlan {
             init_cwnd: Some(segs),
             pacing: Some(pacing),
@@ -558,8 +559,9 @@ pub struct Jump {
     state: JumpState,
     /// The jump met loss before it was validated.
     retreated: bool,
-    /// The jump paced at less than the path's whole believed rate: a share beside other busy
-    /// or young flows, or half of a rate not measured on the path now (`Configured`, `Stale`).
+    /// The jump was less than the path's whole believed rate: its window a share beside other
+    /// busy or sending young flows, or paced at half of a rate not measured on the path now
+    /// (`Configured`, `Stale`).
     partial: bool,
 }
 
@@ -638,9 +640,9 @@ impl Jump {
     /// a loss before that retreats to the delivery rate (at least a quarter of the jump's) for
     /// two RTTs, then releases. Retransmissions during the handshake are not losses.
     ///
-    /// A validated jump that paced below the path's whole rate (a share beside other flows, or
-    /// the unvalidated half of a configured or stale rate), on a socket that still has bytes to
-    /// send, restarts the congestion control: BBR learned the pacing as the path's bandwidth and
+    /// A validated jump below the path's whole rate (its window a share beside other flows, or
+    /// paced at the unvalidated half of a configured or stale rate), on a socket that still has
+    /// bytes to send, restarts the congestion control: BBR learned that as the path's bandwidth and
     /// would find the rest only at +25 % per eight round trips, 4 s a step on GEO (the capacity
     /// of the flows it started beside once they end, the other half of a configured link).
     /// Restarted, it is in STARTUP again from the window it has, and finds what is free within
@@ -658,7 +660,8 @@ impl Jump {
         match self.state {
             JumpState::Done => JumpAction::Keep,
             JumpState::Unvalidated if lost > 0 => {
-                // Never below a quarter of the jump's rate: the kernel spaces each packet by
+                // Never below a quarter of the jump's pacing (the path's rate, or half of it
+                // unvalidated; a share's window may deliver less): the kernel spaces each packet by
                 // its length over the rate when it is sent, and a later, higher rate does not
                 // take back a gap already scheduled (one segment at a few bytes/s would stall the
                 // flow for minutes). A delivery rate of 0 says nothing yet.

@@ -627,15 +627,20 @@ fn old_busy_flows_yield_to_a_young_one_for_its_first_round_trips() {
     assert_eq!((p.busy, p.young), (1, 1));
     assert_eq!(p.init_cwnd, Some((bdp * 0.375) as u32));
     assert_eq!(p.pacing, Some(1_250_000));
-    // Once the young one has sent everything it takes no share, but it is still young.
+    // Once the young one has sent everything it takes no share and is yielded nothing (the
+    // link would idle), but it is still young: its next answer is yielded to again.
     assert!(s.on_look(&0, 2, ms(4800), false));
     let p = s.plan(&0, ms(4800));
     assert_eq!((p.busy, p.young), (1, 0));
     assert_eq!(p.init_cwnd, Some((bdp * 0.75) as u32));
-    assert!(s.yield_cap(&0, 1, ms(4800)).is_some());
+    assert_eq!(s.yield_cap(&0, 1, ms(4800)), None);
+    assert!(s.on_look(&0, 2, ms(5000), true));
+    assert!(s.yield_cap(&0, 1, ms(5000)).is_some());
     // Four round trips (2 s) after its first byte it is old: nobody yields any more, and the
     // young flow's next answer does not make it young again.
+    assert!(s.on_look(&0, 2, ms(6590), true));
     assert!(s.yield_cap(&0, 1, ms(6599)).is_some());
+    assert!(!s.on_look(&0, 2, ms(6600), true));
     assert_eq!(s.yield_cap(&0, 1, ms(6600)), None);
     s.on_first_byte(&0, 2, ms(7000));
     assert_eq!(s.yield_cap(&0, 1, ms(7000)), None);
@@ -692,8 +697,10 @@ fn a_busy_flow_yields_only_once_it_carried_a_bdp_of_its_path() {
     // The long one keeps the whole quarter (of the two flows' sum).
     let quarter = s.yield_cap(&0, 1, ms(4600)).expect("the long one yields");
     assert_eq!(quarter, 625_000);
-    // Once the short one carried a BDP it is old too: the two share the quarter.
+    // Once the short one carried a BDP it is old too: the two share the quarter (while the
+    // young one still sends).
     s.on_sample(&0, 2, ms(4700), RateSample::alone(1.25e6, ms(500)));
+    assert!(s.on_look(&0, 3, ms(4690), true));
     assert_eq!(s.yield_cap(&0, 2, ms(4700)), Some(quarter / 2));
     assert_eq!(s.yield_cap(&0, 1, ms(4700)), Some(quarter / 2));
     // A flow that never reported busy yields nothing.

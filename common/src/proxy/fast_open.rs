@@ -2,8 +2,9 @@
 //! for a new flow's first bytes from the client and sends them with its SYN toward the POP,
 //! whose TPROXY listener takes data in a SYN. A request then leaves one satellite round trip
 //! earlier. A client that sends nothing (a server-first protocol, a browser's preconnect) gets
-//! a plain handshake after a quarter of the satellite round trip ([`first_bytes_wait`]); a POP that does not take SYN data answers a
-//! plain SYN-ACK and the kernel sends the bytes again after the handshake.
+//! a plain handshake after a quarter of the satellite round trip ([`first_bytes_wait`]); a POP
+//! that does not take SYN data answers a plain SYN-ACK and the kernel sends the bytes again
+//! after the handshake.
 //!
 //! At the POP the answer can start before the handshake completes (the child socket is in
 //! SYN_RECV until the box's ACK, one satellite round trip later), but only if it is pushed: see

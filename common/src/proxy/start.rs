@@ -29,7 +29,8 @@ use super::sys;
 
 /// How often the paths' plans are recomputed.
 const REFRESH: Duration = Duration::from_millis(100);
-/// How often an unvalidated jump, and a busy flow's yield to young flows, are looked at.
+/// How often an unvalidated jump, a young flow's waiting bytes, and a busy flow's yield to
+/// young flows are looked at.
 pub const JUMP_CHECK: Duration = Duration::from_millis(10);
 
 /// The paths' memory, shared by the flows and the routes task.
@@ -206,24 +207,27 @@ impl FlowStart {
         let side = shared.plan().satellite_side;
         let sat = io.sock(side).get_ref();
         let jumping = self.jump.as_ref().is_some_and(|j| !j.done());
-        let i = (jumping || self.young).then(|| info(sat)).flatten();
+        let looked = jumping || self.young;
+        let i = looked.then(|| info(sat)).flatten();
         // The bytes waiting for the satellite segment: its socket's unsent ones, or the
         // relay's (the controlled direction keeps the socket's unsent bytes low).
-        let waiting = || {
-            let toward = Dir::BOTH.into_iter().find(|d| d.sink() == side);
-            toward.is_some_and(|d| io.with_relay(|r| r.buffered(d)) > 0)
-                || i.as_ref().and_then(|i| i.notsent_bytes).unwrap_or(0) > 0
+        let toward = Dir::BOTH.into_iter().find(|d| d.sink() == side);
+        let waiting = looked
+            && (i.as_ref().and_then(|i| i.notsent_bytes).unwrap_or(0) > 0
+                || toward.is_some_and(|d| io.with_relay(|r| r.buffered(d)) > 0));
+        let cap = {
+            let mut s = lock(starts);
+            if self.young {
+                self.young = s.on_look(&self.path, self.id, now, waiting);
+            }
+            (!jumping).then(|| s.yield_cap(&self.path, self.id, now))
         };
-        if self.young {
-            self.young = lock(starts).on_look(&self.path, self.id, now, waiting());
-        }
-        if jumping {
+        let Some(cap) = cap else {
             if let Some(i) = &i {
-                self.jump_tick(sat, i, waiting(), now);
+                self.jump_tick(sat, i, waiting, now);
             }
             return;
-        }
-        let cap = lock(starts).yield_cap(&self.path, self.id, now);
+        };
         let moved = match (self.yielded, cap) {
             (Some(a), Some(b)) => hysteresis::moved(a, b),
             (a, b) => a != b,

@@ -175,21 +175,23 @@ pub const BASE_OVER_MIN: Duration = Duration::from_millis(5);
 /// change of path anyway.
 pub const LINK_PROBE_EVERY: Duration = Duration::from_secs(10);
 pub const LINK_PROBE_EVERY_RTTS: u32 = 40;
-/// Length of a periodic drain, in base RTTs, within [`LINK_PROBE_MIN`] and
-/// [`LINK_PROBE_MAX`]. The link's queue is empty one RTT after the cap drops (the bytes above
+/// Length of a periodic drain, in base RTTs, at least [`LINK_PROBE_MIN`] (and see
+/// [`LINK_PROBE_MAX`]). The link's queue is empty one RTT after the cap drops (the bytes above
 /// it are acknowledged first), and the bytes sent then come back at the base in the next one;
 /// the third is margin for a short path's jitter of a few milliseconds.
 const LINK_PROBE_RTTS: u32 = 3;
 pub const LINK_PROBE_MIN: Duration = Duration::from_millis(30);
-/// On a GEO path three RTTs are 1.5 s at half the link (a 30 MB download lost 0.75 s to one
-/// drain); two are enough there, the base being held within [`BASE_OVER_MIN`] of the kernel's
-/// minimum anyway.
+/// Beyond this a drain lasts two base RTTs, not three: on a GEO path three are 1.5 s at half
+/// the link (a 30 MB download lost 0.75 s to one drain), and the base is held within
+/// [`BASE_OVER_MIN`] of the kernel's minimum anyway.
 pub const LINK_PROBE_MAX: Duration = Duration::from_secs(1);
 
 /// How long a periodic drain lasts on a path whose base RTT is `base`.
 pub fn link_probe_len(base: Option<Duration>) -> Duration {
     base.map_or(LINK_PROBE_MIN, |b| {
-        (b * LINK_PROBE_RTTS).clamp(LINK_PROBE_MIN, LINK_PROBE_MAX)
+        (b * LINK_PROBE_RTTS)
+            .min((b * 2).max(LINK_PROBE_MAX))
+            .max(LINK_PROBE_MIN)
     })
 }
 
@@ -374,6 +376,12 @@ mod tests {
             link_probe_len(Some(500 * MS)),
             LINK_PROBE_MAX,
             "GEO: two RTTs"
+        );
+        assert_eq!(link_probe_len(Some(400 * MS)), LINK_PROBE_MAX);
+        assert_eq!(
+            link_probe_len(Some(600 * MS)),
+            1200 * MS,
+            "never under two RTTs"
         );
     }
 

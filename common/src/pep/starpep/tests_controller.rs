@@ -565,8 +565,9 @@ fn bbr_is_restarted_ahead_of_its_probe_rtt_and_only_then() {
     let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
     let s = samples(10_000);
     assert!((0..3000).all(|i| !c.on_samples(CONTROL_PERIOD * i, &s).restart_cc));
-    // A GEO path (600 ms) too: its queue target (half the base) keeps every sample above the
-    // minimum, and ProbeRTT idled the link for 0.9 s every 12.5 s.
+    // A GEO path (600 ms) too, with the link's queue target in its smoothed RTT (half the
+    // base): no sample comes below the minimum, and ProbeRTT idled the link for 0.9 s every
+    // 12.5 s. (Until a1d8549 the restart was for paths up to 150 ms only.)
     let mut c = Controller::new(cfg(|_| {}), Duration::ZERO);
     let mut s = samples(10_000);
     let sat = s.sat.as_mut().unwrap();
