@@ -1,6 +1,6 @@
 //! StarPEP's window on the real stack (root, netns, satlink `leo-10mbit`): with both back-ends
 //! the sender's `snd_wnd` (srv's `ss -ti`) stays at the controller's W while a CUBIC sender
-//! pushes, where plain splitting lets it open to megabytes; the PEP's queue stays bounded;
+//! pushes, where plain splitting lets it open a hundred times wider; the PEP's queue stays bounded;
 //! transfers are byte-exact; the PEP's SYN and SYN-ACK windows are not rewritten; the upload
 //! is controlled at the box (IPv4 and IPv6); a POP-only deployment still controls downloads.
 
@@ -93,7 +93,7 @@ fn the_clamp_back_end_applies_the_window_and_bounds_the_queue() {
 }
 
 #[test]
-fn plain_splitting_lets_the_window_open_to_megabytes() {
+fn plain_splitting_lets_the_window_open_a_hundred_times_wider() {
     if !require_root() {
         return;
     }
@@ -104,8 +104,13 @@ fn plain_splitting_lets_the_window_open_to_megabytes() {
     assert_eq!(t.sent_sha, t.recv_sha);
     let top = wnds.iter().copied().max().unwrap_or(0);
     eprintln!("split: srv snd_wnd up to {top} bytes");
+    // Where autotuning ends is the kernel's choice and is bimodal here: three runs of this
+    // test reached 0.80, 18.6 and 22.1 MB (the 0.8 MB runs never grew the receive buffer).
+    // Either is a hundred times what StarPEP lets this sender have on this link (its W is
+    // the 4-segment floor, 5.8 KB, since srv sits next to the POP), so the bar is 500 KB,
+    // ten of this link's 50 KB BDPs.
     assert!(
-        top > 1_000_000,
+        top > 500_000,
         "split: srv snd_wnd only reached {top} ({} samples, last {:?})",
         wnds.len(),
         &wnds[wnds.len().saturating_sub(8)..]
