@@ -401,7 +401,7 @@ impl Controller {
                 .map_or(u32::MAX, |c| c.max(w_r));
         let w = w.max(w_r).min(cap);
         self.last_window = Some(w);
-        self.up_rtt.on_window(now, w);
+        self.up_rtt.on_window(now, w, self.mss);
         let rcv_buf = w.saturating_add((q_low as u32).max(w_r));
         let base = self.base.get();
         let c = self.rate.capacity().map_or(r, |c| c.max(r));

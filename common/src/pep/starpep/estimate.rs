@@ -306,30 +306,41 @@ pub fn rtt_up(rcv_rtt_us: u32, handshake_rtt_us: u32) -> Option<Duration> {
 ///
 /// Samples can also be far below the path, and a minimum keeps those: besides its timestamp
 /// samples, the kernel times how long one advertised window of data takes to arrive and takes
-/// any such time that is lower at once. Right after the window shrinks (the socket back-end
-/// lowers the kernel's own window; β, the guard and the probe do), the bytes the sender sent
-/// under the old window arrive in a fraction of a round trip: 5.7 ms was measured on a 20 ms
-/// path, and the window sized on it (with `R_down`, held by the app-limited rule) kept the
-/// flow at 20 % of the link for the rest of the run. So samples are left out from a shrink of
-/// more than [`SHRINK`] until [`SHRINK_SETTLE_RTTS`] round trips later, by which time the
-/// kernel's timestamp samples have brought its estimate back.
+/// any such time that is lower at once. When the window changes (the socket back-end sets the
+/// kernel's own window), one window of bytes arrives in a fraction of a round trip: after a
+/// shrink the bytes the sender sent under the old window are still coming (5.7 ms was measured
+/// on a 20 ms path), after a growth the sender releases the difference at once (a quarter more
+/// window read 0.8 of the path). The window sized on such a sample, with `R_down` held by the
+/// app-limited rule, holds the sender below the link for as long as the minimum stands: 11.2 ms
+/// on a 20 ms path after a probe held a flow at half the link for the rest of a run. So a
+/// change of more than [`STEP`] either way (from the window the samples were last trusted at,
+/// so that a ramp's small steps add up) leaves samples out for [`SETTLE_RTTS`] round trips,
+/// and for as long as [`SETTLE_SEGMENTS`] segments take to arrive at the new window: the
+/// kernel's timestamp samples, one per segment, each close an eighth of the gap.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UpRtt {
     min: Option<(Duration, Duration)>,
-    /// Until when samples are left out (a recent shrink of the window).
+    /// Until when samples are left out (a recent change of the window).
     settle_until: Option<Duration>,
-    last_window: Option<u32>,
+    /// The window samples are trusted at: a change of more than [`STEP`] from it starts a
+    /// settling time and becomes the new anchor.
+    anchor: Option<u32>,
 }
 
 /// How long a minimum of `RTT_up` stands (BBR's min-RTT window).
 pub const UP_RTT_WINDOW: Duration = Duration::from_secs(10);
-/// A window shrink by more than this fraction makes the next samples suspect (smaller steps
-/// bias the kernel's window-timed sample by at most this much).
-pub const SHRINK: f64 = 0.125;
-/// Round trips of `RTT_up` (at least [`SHRINK_SETTLE_MIN`]) after a shrink during which
-/// samples are left out.
-pub const SHRINK_SETTLE_RTTS: u32 = 4;
-pub const SHRINK_SETTLE_MIN: Duration = Duration::from_millis(20);
+/// A window change by more than this fraction either way makes the next samples suspect
+/// (smaller steps bias the kernel's window-timed sample by at most this much, which the
+/// controller's `W_base + Δ` below Q_low covers).
+pub const STEP: f64 = 0.0625;
+/// Round trips of `RTT_up` (at least [`SETTLE_MIN`]) after a change during which samples are
+/// left out.
+pub const SETTLE_RTTS: u32 = 4;
+pub const SETTLE_MIN: Duration = Duration::from_millis(20);
+/// Segments that must arrive at the new window before samples count again: a sample a
+/// fifteenth of the path (a window cut from 60 segments to the probe's 4) is back above 80 %
+/// of it after 12 timestamp samples.
+pub const SETTLE_SEGMENTS: u32 = 24;
 
 impl UpRtt {
     /// Feeds the sample of `now` (if any); returns the filtered `RTT_up`.
@@ -344,17 +355,25 @@ impl UpRtt {
         self.min.map(|(m, _)| m)
     }
 
-    /// The window advertised at `now`: a shrink of more than [`SHRINK`] starts a settling time.
-    pub fn on_window(&mut self, now: Duration, window: u32) {
-        if self
-            .last_window
-            .is_some_and(|prev| (window as f64) < prev as f64 * (1.0 - SHRINK))
-        {
-            let rtt = self.min.map_or(SHRINK_SETTLE_MIN, |(m, _)| m);
-            let until = now + (rtt * SHRINK_SETTLE_RTTS).max(SHRINK_SETTLE_MIN);
-            self.settle_until = Some(self.settle_until.map_or(until, |t| t.max(until)));
+    /// The window advertised at `now` (`mss`: the segment size it is counted in): a change of
+    /// more than [`STEP`] starts a settling time.
+    pub fn on_window(&mut self, now: Duration, window: u32, mss: u32) {
+        let Some(anchor) = self.anchor else {
+            self.anchor = Some(window);
+            return;
+        };
+        let (lo, hi) = (anchor.min(window) as f64, anchor.max(window) as f64);
+        if lo >= hi * (1.0 - STEP) {
+            return;
         }
-        self.last_window = Some(window);
+        let rtt = self.min.map_or(SETTLE_MIN, |(m, _)| m);
+        let segments = (window / mss.max(1)).max(1);
+        let settle = (rtt * SETTLE_RTTS)
+            .max(rtt * SETTLE_SEGMENTS / segments)
+            .max(SETTLE_MIN);
+        let until = now + settle;
+        self.settle_until = Some(self.settle_until.map_or(until, |t| t.max(until)));
+        self.anchor = Some(window);
     }
 }
 
