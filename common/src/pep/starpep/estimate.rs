@@ -338,8 +338,8 @@ pub const STEP: f64 = 0.0625;
 pub const SETTLE_RTTS: u32 = 4;
 pub const SETTLE_MIN: Duration = Duration::from_millis(20);
 /// Segments that must arrive at the new window before samples count again: a sample a
-/// fifteenth of the path (a window cut from 60 segments to the probe's 4) is back above 80 %
-/// of it after 12 timestamp samples.
+/// fifteenth of the path (a window cut from 60 segments to the probe's 4) is back above 95 %
+/// of it after 24 timestamp samples.
 pub const SETTLE_SEGMENTS: u32 = 24;
 
 impl UpRtt {
