@@ -286,7 +286,7 @@ impl Controller {
         // target (half the base RTT) keeps every sample above the minimum: a 30 MB download
         // met ProbeRTT every 12.5 s, each time with the link idle for 0.9 s (cwnd 4 segments
         // for 200 ms and a 500 ms round trip, then the pipe refilled). (Careful resume also
-        // restarts BBR once at the end of a jump below the path's rate: `pep::start::Jump`.)
+        // restarts BBR once at the end of a jump below the path's rate: `pep::jump::Jump`.)
         let restart_cc = s
             .sat
             .and_then(|x| x.bbr)
