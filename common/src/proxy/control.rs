@@ -21,6 +21,7 @@ use super::error::ProxyError;
 use super::pump::FlowIo;
 use super::sockopt::{congestion_name, restart_congestion};
 use super::sys;
+use super::tcp_info::{self, info};
 use super::window::{Controlled, WindowBackend};
 
 /// The controllers' clock: UNIX time (so `Reconfig = starlink` meets the satellite's UTC
@@ -353,7 +354,7 @@ impl FlowControl {
         if self.sat_cc.as_deref() != Some(BBR) {
             return None;
         }
-        BbrInfo::parse(&sys::cc_info_bytes(sat.as_fd()).ok()?)
+        tcp_info::bbr(sat)
     }
 
     /// Re-initialises BBR on the satellite socket: its min-RTT filter restarts and cwnd stays
@@ -376,10 +377,4 @@ impl FlowControl {
             b.release(&self.controlled(s));
         }
     }
-}
-
-/// A socket's TCP_INFO, parsed (`None` when the socket is gone).
-pub(super) fn info(s: &Socket) -> Option<TcpInfo> {
-    let b = sys::tcp_info_bytes(s.as_fd()).ok()?;
-    TcpInfo::parse(&b)
 }

@@ -160,7 +160,7 @@ pub fn connect(s: &Socket, server: SocketAddr, first: &[u8]) -> io::Result<usize
 /// for the ACK, a whole satellite round trip. Setting `TCP_NODELAY` pushes the pending frames
 /// (`__tcp_sock_set_nodelay`); each push sends what the pacing allows by then.
 pub fn push_before_ack(s: &Socket) -> bool {
-    match super::control::info(s) {
+    match super::tcp_info::info(s) {
         Some(i) if i.syn_recv() => {
             let nagle = !s.tcp_nodelay().unwrap_or(true);
             let _ = s.set_tcp_nodelay(true);

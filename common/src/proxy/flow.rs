@@ -6,7 +6,6 @@
 //! daemon dies (kill -9, crash), the kernel closes them with a reset, so neither end host takes
 //! a cut stream for a complete one.
 
-use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,16 +14,15 @@ use socket2::Socket;
 use tokio::io::Interest;
 use tracing::Instrument;
 
-use crate::pep::{
-    Dir, Event, FastOpen, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side, TcpInfo,
-};
+use crate::pep::{Dir, Event, FastOpen, FlowId, FlowKey, FlowState, Relay, SegmentInfo, Side};
 
-use super::control::{info, FlowControl};
+use super::control::FlowControl;
 use super::pump::{self, Failure, FlowIo, Pipe, RelayMode};
 use super::reload::Revocation;
 use super::share::FlowShare;
 use super::start::{FlowStart, JUMP_CHECK};
 use super::state::Shared;
+use super::tcp_info::info;
 use super::{fast_open, sockopt, sys};
 
 /// How often a flow refreshes its table record (bytes, state, TCP_INFO) and checks idleness.
@@ -48,8 +46,7 @@ pub async fn run(shared: Arc<Shared>, accepted: Socket, key: FlowKey, id: FlowId
 }
 
 fn sample(s: &Socket, cc: &str) -> Option<SegmentInfo> {
-    let b = sys::tcp_info_bytes(s.as_fd()).ok()?;
-    TcpInfo::parse(&b).map(|i| i.to_segment(cc))
+    info(s).map(|i| i.to_segment(cc))
 }
 
 /// Connects and relays; returns the final state and the bytes each way.

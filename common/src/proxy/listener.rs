@@ -48,7 +48,7 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
             Ok(x) => x,
             Err(e) if nofile::exhausted(&e) => {
                 if shared.spare.refuse(&listener).await {
-                    nofile::note_refused(&shared, &mut exhausted);
+                    nofile::note_refused(&shared.refused_flows, &mut exhausted);
                 } else {
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                 }
@@ -60,7 +60,7 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                 continue;
             }
         };
-        nofile::note_recovered(&shared, &mut exhausted);
+        nofile::note_recovered(&shared.refused_flows, &mut exhausted);
         let server = match stream.local_addr() {
             Ok(a) => a,
             Err(e) => {

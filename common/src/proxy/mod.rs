@@ -21,6 +21,7 @@ mod start;
 mod state;
 mod sys;
 mod tasks;
+mod tcp_info;
 pub mod window;
 mod window_ebpf;
 
@@ -192,7 +193,7 @@ impl Pep {
         )));
         tasks.push(tokio::spawn(tasks::caps(shared.clone(), net.clone())));
         tasks.push(tokio::spawn(tasks::counters(shared.clone())));
-        tasks.push(tokio::spawn(nofile::budget_task(shared.clone())));
+        tasks.push(tokio::spawn(tasks::flow_budget(shared.clone())));
         tasks.push(tokio::spawn(start::routes_task(
             shared.clone(),
             net.clone(),

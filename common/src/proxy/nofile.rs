@@ -1,14 +1,14 @@
 //! Descriptor exhaustion in the proxy shell: the flow table's limit follows the process's
-//! `RLIMIT_NOFILE` (`pep::nofile`, re-read every second, so `prlimit` on a running daemon
-//! counts), and an `accept` that finds no descriptor left refuses the pending connection
-//! cleanly: a spare descriptor held for that is given up, the connection is accepted and reset,
-//! and the spare is taken again. Without it the connection would wait in the backlog, its
-//! client sending into a socket nobody reads, and the accept loop would wake for it again and
-//! again.
+//! `RLIMIT_NOFILE` (`pep::nofile`, read again every second by `tasks::flow_budget`, so
+//! `prlimit` on a running daemon counts), and an `accept` that finds no descriptor left
+//! refuses the pending connection cleanly: a spare descriptor held for that is given up, the
+//! connection is accepted and reset, and the spare is taken again. Without it the connection
+//! would wait in the backlog, its client sending into a socket nobody reads, and the accept
+//! loop would wake for it again and again.
 
 use std::fs::File;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -16,10 +16,9 @@ use tokio::net::TcpListener;
 use crate::pep::nofile::table_limit;
 
 use super::pump::RelayMode;
-use super::state::Shared;
 
 /// How often the limit is read again.
-const REREAD: Duration = Duration::from_secs(1);
+pub const REREAD: Duration = Duration::from_secs(1);
 /// How long a refusal waits for the pending connection once a descriptor is free.
 const TAKE: Duration = Duration::from_millis(50);
 
@@ -41,36 +40,6 @@ pub fn flow_limit(max_flows: usize, mode: RelayMode) -> usize {
     soft_limit().map_or(max_flows, |soft| {
         table_limit(max_flows, soft, mode == RelayMode::Splice)
     })
-}
-
-/// Keeps the flow table's limit at what `MaxFlows` (of the running plan: a reload may change
-/// it) and the descriptors allow.
-pub async fn budget_task(shared: Arc<Shared>) {
-    let mut shutdown = shared.shutdown_rx.clone();
-    let mut last = None;
-    loop {
-        let max_flows = shared.plan().max_flows;
-        let limit = flow_limit(max_flows, shared.mode);
-        if last != Some((limit, max_flows)) {
-            if limit < max_flows {
-                tracing::warn!(
-                    "RLIMIT_NOFILE {} leaves room for {limit} split flows (MaxFlows \
-                     {max_flows}): further new flows pass unsplit",
-                    soft_limit().unwrap_or(0)
-                );
-            } else if last.is_some_and(|(l, m)| l < m) {
-                tracing::info!("RLIMIT_NOFILE {:?}: MaxFlows {limit} again", soft_limit());
-            }
-            last = Some((limit, max_flows));
-        }
-        if shared.table(|t| t.max()) != limit {
-            shared.set_flow_limit(limit);
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(REREAD) => {}
-            _ = super::until_shutdown(&mut shutdown) => return,
-        }
-    }
 }
 
 /// A descriptor held in reserve to take and reset a connection when there is none left.
@@ -115,9 +84,9 @@ impl Spare {
     }
 }
 
-/// Counts a refusal and logs the first of an episode.
-pub fn note_refused(shared: &Shared, episode: &mut bool) {
-    let n = shared.refused_flows.fetch_add(1, Relaxed) + 1;
+/// Counts a refusal in `refused` and logs the first of an episode.
+pub fn note_refused(refused: &AtomicU64, episode: &mut bool) {
+    let n = refused.fetch_add(1, Relaxed) + 1;
     if !*episode {
         *episode = true;
         tracing::warn!(
@@ -128,12 +97,12 @@ pub fn note_refused(shared: &Shared, episode: &mut bool) {
     }
 }
 
-/// An accept worked again after an episode.
-pub fn note_recovered(shared: &Shared, episode: &mut bool) {
+/// An accept worked again after an episode (`refused`: the flows refused so far).
+pub fn note_recovered(refused: &AtomicU64, episode: &mut bool) {
     if std::mem::take(episode) {
         tracing::info!(
             "descriptors free again ({} flows refused since start)",
-            shared.refused_flows.load(Relaxed)
+            refused.load(Relaxed)
         );
     }
 }

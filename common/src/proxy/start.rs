@@ -20,21 +20,19 @@ use crate::pep::{
     Tenant,
 };
 
-use super::control::{info, FlowControl, BBR};
+use super::control::{FlowControl, BBR};
 use super::netcfg::NetCfg;
 use super::pump::FlowIo;
 use super::sockopt::{congestion_name, restart_congestion};
-use super::state::Shared;
+use super::state::{Shared, SharedStarts};
 use super::sys;
+use super::tcp_info::info;
 
 /// How often the paths' plans are recomputed.
 const REFRESH: Duration = Duration::from_millis(100);
 /// How often an unvalidated jump, a young flow's waiting bytes, and a busy flow's yield to
 /// young flows are looked at.
 pub const JUMP_CHECK: Duration = Duration::from_millis(10);
-
-/// The paths' memory, shared by the flows and the routes task.
-pub type SharedStarts = Mutex<Starts<PathKey>>;
 
 fn lock(s: &SharedStarts) -> std::sync::MutexGuard<'_, Starts<PathKey>> {
     s.lock().unwrap_or_else(|e| e.into_inner())

@@ -12,15 +12,17 @@ use tokio::sync::{watch, Notify};
 use crate::pep::control_stats::ControlStats;
 use crate::pep::{
     Admission, CapChange, FlowId, FlowKey, FlowState, FlowTable, InterceptChange, MetricsHeader,
-    PepMetrics, Plan, Starts,
+    PathKey, PepMetrics, Plan, Starts,
 };
 
 use super::control::{Clock, ControlLog};
 use super::netcfg::NftCounters;
 use super::nofile::Spare;
 use super::pump::RelayMode;
-use super::start::SharedStarts;
 use super::window::WindowBackend;
+
+/// The paths' memory (careful resume, `proxy::start`), shared by the flows and the routes task.
+pub type SharedStarts = Mutex<Starts<PathKey>>;
 
 pub struct Shared {
     /// The plan new flows start with; a reload replaces it (`proxy::reload`), a flow keeps the

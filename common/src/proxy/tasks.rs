@@ -1,5 +1,6 @@
 //! The PEP's background tasks beside the flows: applying pause/resume to nft, keeping the nft
-//! sets of capped clients, and keeping the daemon's copy of the nft SYN counters.
+//! sets of capped clients, keeping the daemon's copy of the nft SYN counters, and keeping the
+//! flow table's limit at what the descriptors allow.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +12,7 @@ use crate::pep::CapSync;
 
 use super::error::ProxyError;
 use super::netcfg::{self, NetCfg};
+use super::nofile;
 use super::state::Shared;
 use super::until_shutdown;
 
@@ -133,6 +135,39 @@ pub async fn counters(shared: Arc<Shared>) {
         }
         tokio::select! {
             _ = tokio::time::sleep(COUNTER_POLL) => {}
+            _ = until_shutdown(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Keeps the flow table's limit at what `MaxFlows` (of the running plan: a reload may change
+/// it) and the descriptors allow (`nofile`, read again every [`nofile::REREAD`]).
+pub async fn flow_budget(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown_rx.clone();
+    let mut last = None;
+    loop {
+        let max_flows = shared.plan().max_flows;
+        let limit = nofile::flow_limit(max_flows, shared.mode);
+        if last != Some((limit, max_flows)) {
+            if limit < max_flows {
+                tracing::warn!(
+                    "RLIMIT_NOFILE {} leaves room for {limit} split flows (MaxFlows \
+                     {max_flows}): further new flows pass unsplit",
+                    nofile::soft_limit().unwrap_or(0)
+                );
+            } else if last.is_some_and(|(l, m)| l < m) {
+                tracing::info!(
+                    "RLIMIT_NOFILE {:?}: MaxFlows {limit} again",
+                    nofile::soft_limit()
+                );
+            }
+            last = Some((limit, max_flows));
+        }
+        if shared.table(|t| t.max()) != limit {
+            shared.set_flow_limit(limit);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(nofile::REREAD) => {}
             _ = until_shutdown(&mut shutdown) => return,
         }
     }
