@@ -201,10 +201,13 @@ fn a_new_flow_beside_a_running_one_gets_most_of_the_link_and_neither_stalls() {
     assert_eq!(start["source"], "measured", "{start}");
     assert_eq!(start["busy"], 1, "the running flow is busy: {start}");
     // Least attained service (`pep::priority`): the running flow paces at a quarter of the
-    // link while the new one is young. (Measured: 2.5 s, where the fair share gave 4.4 s: the
-    // running BBR flow yielded its half only over its gain cycles, with 250 ms queued.)
+    // link while the new one is young. (Measured: 2.5 s when it was written, where the fair
+    // share gave 4.4 s: the running BBR flow yielded its half only over its gain cycles, with
+    // 250 ms queued. On 2026-12-07 this bed gave 2.58-2.93 s, at 2d3af11 as after it;
+    // `starpep-bench split --profile geo --start busy` gives 2.05 s for the same case. The bar
+    // sits between the two behaviours, 1.75 × ideal = 3.15 s.)
     assert!(
-        new <= 1.6 * ideal(MB),
+        new <= 1.75 * ideal(MB),
         "new flow {new:.2} s, ideal {:.2} s",
         ideal(MB)
     );
