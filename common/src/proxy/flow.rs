@@ -76,16 +76,19 @@ async fn relay_flow(
             return (relay.state(), 0, 0);
         }
     };
-    // Fast Open: the client's first bytes ride on the SYN across the satellite.
+    // Fast Open: the client's first bytes ride on the SYN across the satellite (or, when it
+    // sends none, the POP's cookie: a server-first protocol's answer then leaves the POP a
+    // round trip earlier).
     let first = match plan.fast_open {
         FastOpen::Connect => {
             let wait = fast_open::first_bytes_wait(shared.handshake_rtt.get());
-            fast_open::first_bytes(&accepted, wait).await
+            Some(fast_open::first_bytes(&accepted, wait).await)
         }
-        _ => Vec::new(),
+        _ => None,
     };
     let opts = plan.opts(Side::Connected);
-    let (connected, early) = match sockopt::connect_start(key.server, spoof, opts, &first) {
+    let connect = sockopt::connect_start(key.server, spoof, opts, first.as_deref());
+    let (connected, early) = match connect {
         Ok((s, n)) => {
             let _ = s.set_linger(Some(Duration::ZERO));
             (s, n)
