@@ -175,16 +175,17 @@ pub fn connect_start(
     }
     s.set_nonblocking(true)
         .map_err(|e| ProxyError::sys(what("O_NONBLOCK"), e))?;
-    if let Some(first) = first {
-        let started = if first.is_empty() {
-            super::fast_open::connect_with_cookie(&s, server).map(|()| 0)
-        } else {
-            super::fast_open::connect(&s, server, first)
-        };
-        match started {
-            Ok(n) => return Ok((s, n)),
-            Err(e) => tracing::debug!("{}", what(&format!("Fast Open: {e}; plain connect"))),
+    let fast_open = match first {
+        Some(b) if !b.is_empty() => super::fast_open::connect(&s, server, b),
+        Some(_) => super::fast_open::connect_with_cookie(&s, server).map(|()| 0),
+        None => Err(io::Error::from(io::ErrorKind::Unsupported)),
+    };
+    match fast_open {
+        Ok(n) => return Ok((s, n)),
+        Err(e) if first.is_some() => {
+            tracing::debug!("{}", what(&format!("Fast Open: {e}; plain connect")))
         }
+        Err(_) => {}
     }
     match s.connect(&SockAddr::from(server)) {
         Ok(()) => {}
