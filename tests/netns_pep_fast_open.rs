@@ -7,9 +7,7 @@
 //! too: the POP's Fast Open child sends it before the handshake's ACK. Requests and responses
 //! are sha256-checked; a server-first download and an upload longer than a SYN stay intact.
 //! A client that writes its request 60 ms after its connect still gets it across with the SYN:
-//! the box waits a quarter of the satellite round trip its connects saw. A server-first banner
-//! arrives a round trip earlier too: the box's data-less SYN carries the Fast Open option, and
-//! the POP accepts at the SYN.
+//! the box waits a quarter of the satellite round trip its connects saw.
 
 #[path = "netns_pep_common.rs"]
 mod common;
@@ -67,29 +65,6 @@ fn exchange(topo: &Topology, port: u16, size: usize, late: Duration) -> (f64, f6
     (ttfb, last)
 }
 
-/// A server-first exchange to `port` (a banner, as SMTP, SSH or FTP send): seconds from the
-/// client's connect to the banner's first byte. The client sends nothing.
-fn banner(topo: &Topology, port: u16) -> f64 {
-    let dst = sa(&format!("{}:{port}", addr::SRV));
-    let l = listen_cc(topo, Node::Srv, dst, None);
-    let hello = payload(REQUEST, port as u64);
-    let sha = sha256_hex(&hello);
-    let srv = std::thread::spawn(move || {
-        let (mut c, _) = l.accept().expect("accept");
-        c.write_all(&hello).expect("server writes its banner");
-        c.shutdown(Shutdown::Write).unwrap();
-    });
-    let t0 = Instant::now();
-    let mut c = connect_cc(topo, Node::Pc, dst, None).expect("connect");
-    let mut got = vec![0u8; 1];
-    c.read_exact(&mut got).expect("the banner's first byte");
-    let t = t0.elapsed().as_secs_f64();
-    c.read_to_end(&mut got).expect("the banner");
-    srv.join().expect("server");
-    assert_eq!(sha256_hex(&got), sha, "banner corrupted");
-    t
-}
-
 /// `TcpExt: NAME` of a namespace (`/proc/net/netstat` is per namespace).
 fn tcp_ext(topo: &Topology, node: Node, name: &str) -> u64 {
     let s = topo
@@ -113,16 +88,14 @@ const LATE: Duration = Duration::from_millis(60);
 /// After a short warm-up exchange (the path's first SYN, its tunnel and the box's resolver are
 /// then past their first use, and the box saw the satellite round trip; a 1 KB answer moves
 /// too little to be measured as the path's rate), one exchange's first- and last-byte times,
-/// the first-byte time of a client that writes [`LATE`], a server-first banner's, and the Fast
-/// Open counters (box, POP).
-fn measure(b: &Bed, base_port: u16) -> (f64, f64, f64, f64, u64, u64) {
+/// the first-byte time of a client that writes [`LATE`], and the Fast Open counters (box, POP).
+fn measure(b: &Bed, base_port: u16) -> (f64, f64, f64, u64, u64) {
     let warm = exchange(&b.topo, base_port, 1000, Duration::ZERO);
     let (first, last) = exchange(&b.topo, base_port + 1, RESPONSE, Duration::ZERO);
     let (late, _) = exchange(&b.topo, base_port + 2, 1000, LATE);
-    let hello = banner(&b.topo, base_port + 3);
     eprintln!(
         "warm-up {warm:?} s; first response byte after {first:.3} s, last after {last:.3} s; \
-         written {LATE:?} late: first byte after {late:.3} s; banner after {hello:.3} s"
+         written {LATE:?} late: first byte after {late:.3} s"
     );
     // Intact both ways with a server-first download and a long upload.
     for (i, down) in [(10, true), (11, false)] {
@@ -134,7 +107,6 @@ fn measure(b: &Bed, base_port: u16) -> (f64, f64, f64, f64, u64, u64) {
         first,
         last,
         late,
-        hello,
         tcp_ext(&b.topo, Node::Box, "TCPFastOpenActive"),
         tcp_ext(&b.topo, Node::Pop, "TCPFastOpenPassive"),
     )
@@ -149,10 +121,9 @@ fn a_request_crosses_with_the_syn_and_saves_a_round_trip() {
     // The link configured as an operator would: a new flow's window (careful resume) then
     // covers the response; with the kernel's 10 segments only those could leave early.
     let link = [("LinkRate", "10mbit"), ("LinkRtt", "500ms")];
-    let (on, on_end, on_late, on_banner, active, passive) =
-        measure(&bed("geo", false, &link), 6100);
+    let (on, on_end, on_late, active, passive) = measure(&bed("geo", false, &link), 6100);
     eprintln!("FastOpen on: {on:.3} / {on_end:.3} s, box active {active}, POP passive {passive}");
-    let (off, off_end, off_late, off_banner, active_off, passive_off) = measure(
+    let (off, off_end, off_late, active_off, passive_off) = measure(
         &bed("geo", false, &[link[0], link[1], ("FastOpen", "off")]),
         6200,
     );
@@ -178,18 +149,6 @@ fn a_request_crosses_with_the_syn_and_saves_a_round_trip() {
         off - on > 0.8 * RTT,
         "saved {:.3} s of a {RTT} s round trip",
         off - on
-    );
-    // A server-first protocol: the box's SYN carries no data but the option, and the POP
-    // accepts at the SYN and answers in SYN_RECV: the banner comes a quarter of a round trip
-    // (the box's wait for client bytes) plus one round trip after the connect, where a plain
-    // SYN is accepted only with the handshake's ACK, two round trips after it.
-    assert!(
-        on_banner < 1.5 * RTT,
-        "FastOpen on: banner after {on_banner:.3} s"
-    );
-    assert!(
-        off_banner > 1.75 * RTT,
-        "FastOpen off: banner after {off_banner:.3} s"
     );
     // The rest of the response followed the first bytes before the handshake's ACK (without
     // the POP's push it waited for that ACK: one more round trip).

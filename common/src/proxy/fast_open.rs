@@ -150,22 +150,6 @@ pub fn connect(s: &Socket, server: SocketAddr, first: &[u8]) -> io::Result<usize
     }
 }
 
-/// Starts the connect of `s` toward `server` with a Fast Open SYN that carries no data: the
-/// cookie the kernel cached for `server` (the POP's, from an earlier connection), or a request
-/// for one. A POP that finds its cookie valid accepts the connection at the SYN, as it does a
-/// SYN with data (RFC 7413: a data-less SYN with a valid cookie may be answered in SYN_RECV),
-/// and a server-first protocol's answer leaves it a round trip before the handshake would
-/// complete. Without a cookie (the first connection to an address, or a server that gives
-/// none) the SYN is a plain one with the request option. An error: the kernel refused Fast
-/// Open without starting the connect (the caller connects plainly).
-pub fn connect_with_cookie(s: &Socket, server: SocketAddr) -> io::Result<()> {
-    match s.send_to_with_flags(&[], &SockAddr::from(server), libc::MSG_FASTOPEN) {
-        Ok(_) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 /// Sends what a Fast Open child may send before the client's ACK arrives; returns whether it
 /// still waits for that ACK (call again after [`SYN_RECV_PUSH`]).
 ///

@@ -76,19 +76,16 @@ async fn relay_flow(
             return (relay.state(), 0, 0);
         }
     };
-    // Fast Open: the client's first bytes ride on the SYN across the satellite (or, when it
-    // sends none, the POP's cookie: a server-first protocol's answer then leaves the POP a
-    // round trip earlier).
+    // Fast Open: the client's first bytes ride on the SYN across the satellite.
     let first = match plan.fast_open {
         FastOpen::Connect => {
             let wait = fast_open::first_bytes_wait(shared.handshake_rtt.get());
-            Some(fast_open::first_bytes(&accepted, wait).await)
+            fast_open::first_bytes(&accepted, wait).await
         }
-        _ => None,
+        _ => Vec::new(),
     };
     let opts = plan.opts(Side::Connected);
-    let connect = sockopt::connect_start(key.server, spoof, opts, first.as_deref());
-    let (connected, early) = match connect {
+    let (connected, early) = match sockopt::connect_start(key.server, spoof, opts, &first) {
         Ok((s, n)) => {
             let _ = s.set_linger(Some(Duration::ZERO));
             (s, n)

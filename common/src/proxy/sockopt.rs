@@ -142,15 +142,13 @@ pub fn listener(
 
 /// A nonblocking socket toward `server` with `opts` (but the liveness ones: [`set_liveness`]
 /// once connected); with `spoof` it is IP_TRANSPARENT and bound
-/// to the originator's address (and port, when free). The connect is started, not finished.
-/// With Fast Open (`first` is `Some`) its SYN carries what fits of the client's first bytes, and
-/// the count is returned; with none yet, it carries the cookie cached for `server`
-/// ([`super::fast_open::connect_with_cookie`]).
+/// to the originator's address (and port, when free). The connect is started, not finished;
+/// with `first` bytes (Fast Open) its SYN carries what fits of them, and the count is returned.
 pub fn connect_start(
     server: SocketAddr,
     spoof: Option<SocketAddr>,
     opts: &SocketOpts,
-    first: Option<&[u8]>,
+    first: &[u8],
 ) -> Result<(Socket, usize), ProxyError> {
     let what = |w: &str| format!("connect {server}: {w}");
     let s = Socket::new(domain(&server), Type::STREAM, Some(Protocol::TCP))
@@ -175,17 +173,11 @@ pub fn connect_start(
     }
     s.set_nonblocking(true)
         .map_err(|e| ProxyError::sys(what("O_NONBLOCK"), e))?;
-    let fast_open = match first {
-        Some(b) if !b.is_empty() => super::fast_open::connect(&s, server, b),
-        Some(_) => super::fast_open::connect_with_cookie(&s, server).map(|()| 0),
-        None => Err(io::Error::from(io::ErrorKind::Unsupported)),
-    };
-    match fast_open {
-        Ok(n) => return Ok((s, n)),
-        Err(e) if first.is_some() => {
-            tracing::debug!("{}", what(&format!("Fast Open: {e}; plain connect")))
+    if !first.is_empty() {
+        match super::fast_open::connect(&s, server, first) {
+            Ok(n) => return Ok((s, n)),
+            Err(e) => tracing::debug!("{}", what(&format!("Fast Open: {e}; plain connect"))),
         }
-        Err(_) => {}
     }
     match s.connect(&SockAddr::from(server)) {
         Ok(()) => {}
