@@ -16,7 +16,7 @@ use crate::config::{ProbeWindow, Reconfig, Starpep};
 use crate::reconfig::ReconfigSchedule;
 
 use super::acks::AckSpacing;
-use super::estimate::{rtt_up, BaseRtt, RateEstimator, UpRtt, DRAIN_GAIN};
+use super::estimate::{rtt_up, BaseRtt, RateEstimator, UpRtt, DRAIN_GAIN, LEO_MAX_RTT};
 use super::headroom::{self, Headroom};
 use super::phase::{Phase, PhaseAt, Phases};
 use super::probe_rtt::ProbeRttGuard;
@@ -31,9 +31,6 @@ use crate::pep::BbrInfo;
 pub const CONTROL_PERIOD: Duration = Duration::from_millis(5);
 /// Period of a flow that moved nothing in the controlled direction since the last tick.
 pub const IDLE_PERIOD: Duration = Duration::from_millis(50);
-/// Above this satellite RTT a path is not LEO (GEO is 500 ms or more): `Reconfig = starlink`
-/// does not shape it, and BBR's ProbeRTT is not pre-empted on it.
-pub const LEO_MAX_RTT: Duration = Duration::from_millis(150);
 /// The satellite segment's queue target is at least this fraction of its base RTT (LEO), and
 /// [`LINK_QUEUE_PER_RTT_LONG`] of it on a long path: room for BBR's gain cycle, whose 1.25
 /// phase adds a quarter of a BDP and whose 0.75 phase takes one away. On GEO a quarter let the

@@ -175,6 +175,26 @@ pub const BASE_OVER_MIN: Duration = Duration::from_millis(5);
 /// change of path anyway.
 pub const LINK_PROBE_EVERY: Duration = Duration::from_secs(10);
 pub const LINK_PROBE_EVERY_RTTS: u32 = 40;
+/// Above this satellite RTT a path is not LEO (GEO is 500 ms or more): `Reconfig = starlink`
+/// does not shape it, BBR's ProbeRTT is not pre-empted on it, and its drains are rarer.
+pub const LEO_MAX_RTT: Duration = Duration::from_millis(150);
+/// Drains on a path longer than [`LEO_MAX_RTT`] come every this many base RTTs (a minute on
+/// GEO). There the queue target is half the base RTT, so a path that grew by up to half still
+/// keeps the link full; the base never sits more than [`BASE_OVER_MIN`] above the kernel's
+/// own minimum; and each drain leaves the link half idle for a second.
+pub const LINK_PROBE_EVERY_RTTS_LONG: u32 = 120;
+
+/// The time between two periodic drains of a path whose base RTT is `base`.
+pub fn link_probe_every(base: Option<Duration>) -> Duration {
+    base.map_or(LINK_PROBE_EVERY, |b| {
+        let rtts = if b > LEO_MAX_RTT {
+            LINK_PROBE_EVERY_RTTS_LONG
+        } else {
+            LINK_PROBE_EVERY_RTTS
+        };
+        (b * rtts).max(LINK_PROBE_EVERY)
+    })
+}
 /// Length of a periodic drain, in base RTTs, at least [`LINK_PROBE_MIN`] (and see
 /// [`LINK_PROBE_MAX`]). The link's queue is empty one RTT after the cap drops (the bytes above
 /// it are acknowledged first), and the bytes sent then come back at the base in the next one;
@@ -237,9 +257,7 @@ impl BaseRtt {
                 false
             }
             None => {
-                let every = self.get().map_or(LINK_PROBE_EVERY, |b| {
-                    (b * LINK_PROBE_EVERY_RTTS).max(LINK_PROBE_EVERY)
-                });
+                let every = link_probe_every(self.get());
                 let due = self.last_probe_end.is_none_or(|t| now >= t + every);
                 if due && self.base_us.is_some() && !forced {
                     self.probe_until = Some(now + link_probe_len(self.get()));
@@ -272,9 +290,7 @@ impl BaseRtt {
 
     /// The end of the current periodic drain, or the next one's start.
     pub fn next_event(&self) -> Option<Duration> {
-        let every = self.get().map_or(LINK_PROBE_EVERY, |b| {
-            (b * LINK_PROBE_EVERY_RTTS).max(LINK_PROBE_EVERY)
-        });
+        let every = link_probe_every(self.get());
         match (self.probe_until, self.last_probe_end) {
             (Some(end), _) => Some(end),
             (None, Some(t)) => Some(t + every),
@@ -405,12 +421,28 @@ mod tests {
     }
 
     #[test]
-    fn a_geo_path_drains_every_forty_rtts_for_a_second() {
+    fn drains_come_every_ten_seconds_on_leo_and_every_minute_on_geo() {
+        assert_eq!(link_probe_every(None), LINK_PROBE_EVERY);
+        assert_eq!(link_probe_every(Some(40 * MS)), LINK_PROBE_EVERY, "LEO");
+        assert_eq!(
+            link_probe_every(Some(LEO_MAX_RTT)),
+            LINK_PROBE_EVERY,
+            "at the bound: still 40 RTTs, floored at 10 s"
+        );
+        assert_eq!(
+            link_probe_every(Some(500 * MS)),
+            Duration::from_secs(60),
+            "GEO"
+        );
+    }
+
+    #[test]
+    fn a_geo_path_drains_every_hundred_and_twenty_rtts_for_a_second() {
         let mut b = BaseRtt::default();
         let mut drains = Vec::new();
         let mut t = Duration::ZERO;
-        // 60 s of a 500 ms path, ticked every 5 ms.
-        while t < Duration::from_secs(60) {
+        // 150 s of a 500 ms path, ticked every 5 ms.
+        while t < Duration::from_secs(150) {
             b.on_sample(t, 500_000);
             if b.tick(t, false) {
                 drains.push(t);
@@ -423,7 +455,8 @@ mod tests {
             .map(|w| w[1])
             .chain(drains.first().copied())
             .collect();
-        assert_eq!(starts.len(), 2, "every 20 s (40 RTTs): {starts:?}");
+        assert_eq!(starts.len(), 2, "every 60 s (120 RTTs): {starts:?}");
+        assert_eq!(drains.first(), Some(&Duration::from_secs(60)));
         let total: Duration = 5 * MS * drains.len() as u32;
         assert_eq!(total, 2 * LINK_PROBE_MAX, "two drains of a second");
     }

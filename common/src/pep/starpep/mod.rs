@@ -27,9 +27,11 @@ mod tests_rtt_up;
 pub use acks::AckSpacing;
 pub use controller::{
     Controller, Decision, FlowSamples, Params, Regime, SatSample, UpSample, CONTROL_PERIOD,
-    IDLE_PERIOD, LEO_MAX_RTT,
+    IDLE_PERIOD,
 };
-pub use estimate::{rtt_up, BaseRtt, RateEstimator, UpRtt, LINK_PROBE_EVERY, UP_RTT_WINDOW};
+pub use estimate::{
+    rtt_up, BaseRtt, RateEstimator, UpRtt, LEO_MAX_RTT, LINK_PROBE_EVERY, UP_RTT_WINDOW,
+};
 pub use phase::{Phase, PhaseAt, Phases};
 pub use probe_rtt::{ProbeRttGuard, BBR_MIN_RTT_WIN, RESTART_AHEAD};
 pub use record::ControlRecord;
