@@ -5,9 +5,12 @@
 //! is back to half of what it was before the outage; `STARPEP_TEST_TIMELINE=1` prints each
 //! flow's rate per second).
 //!
-//! The link is a profile the test writes: symmetric, fast enough for 1 GB in well under a minute
-//! on this machine, one outage that drops what arrives during it (`outage_drop`). Four flows,
-//! two each way, start 2 s after the pair is up; the outage starts 10 s later.
+//! The link is a profile the test writes: symmetric, one outage that drops what arrives during it
+//! (`outage_drop`). Four flows, two each way, start 2 s after the pair is up; the outage starts
+//! 10 s later. The link, not the machine, must be the bottleneck: on two shared cores the
+//! daemons' crypto tops out near 250-300 Mbit/s in all, and a CPU-bound run shares it among
+//! the flows by chance (CI once saw one flow at 11 Mbit/s beside one at 80 before the outage,
+//! which then needed 16 s for its next 2 MB).
 
 #[path = "netns_pep_common.rs"]
 mod common;
@@ -24,9 +27,10 @@ use starpep_tests::{addr, raise_nofile, require_root, TopoSpec, Topology};
 /// One satlink at a time: it spins at real-time priority on a 2-core machine.
 static LINK: Mutex<()> = Mutex::new(());
 
-const TOTAL: u64 = 1_000_000_000;
+const TOTAL: u64 = 400_000_000;
 const FLOWS: usize = 4;
-const RATE: &str = "200mbit";
+/// Per direction: 160 Mbit/s in all, well below what the machine carries.
+const RATE: &str = "80mbit";
 const ONE_WAY: &str = "20ms";
 /// The outage: it starts OUTAGE_AT after the replay start and lasts OUTAGE.
 const OUTAGE_AT: Duration = Duration::from_secs(20);
@@ -34,7 +38,7 @@ const OUTAGE: Duration = Duration::from_secs(10);
 /// Transfers start this long before the outage.
 const LEAD: Duration = Duration::from_secs(10);
 /// Generous bound on the total rate's recovery to half its level before the outage (measured:
-/// about 1 s; with the kernel's uncapped RTO it took 21 s).
+/// 0.2-1.8 s in six runs at 80 Mbit/s; with the kernel's uncapped RTO it took 21 s).
 const RESUME_BOUND: Duration = Duration::from_secs(4);
 /// A flow has resumed when it received this much more than it had when the link returned
 /// (more than its share of what the link queued through the outage).
