@@ -334,11 +334,7 @@ impl FlowControl {
             let promised =
                 mem.map_or(0, |m| m.rmem_alloc) as f64 + seen as f64 * self.recv_overhead;
             let floor = (promised / 2.0) as u32;
-            // The same floor holds for the first setting, which lowers the kernel's own
-            // buffer (what the sender's first windows were sized by): at the first tick of a
-            // download from a nearby server, 80 KB are often unread already.
-            let last = self.rcv_buf.or(mem.map(|m| m.rcvbuf / 2));
-            let rb = match last {
+            let rb = match self.rcv_buf {
                 Some(last) if want < last => want.max(floor).min(last),
                 _ => want,
             };
