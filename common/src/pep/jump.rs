@@ -1,7 +1,8 @@
 //! A new flow's careful-resume jump on its satellite socket (pure, part of `pep::start`):
 //! paced at its plan's rate until the link acknowledged its window (validated), or retreating
-//! to what the link delivered when it met loss first. The proxy shell feeds `TCP_INFO` samples
-//! and time in and applies the returned pacing (`proxy::start`).
+//! to what the link delivered when it met loss first, or when its first acknowledgements came
+//! far slower than a believed (configured or stale) rate. The proxy shell feeds `TCP_INFO`
+//! samples and time in and applies the returned pacing (`proxy::start`).
 
 use std::time::Duration;
 
@@ -19,12 +20,20 @@ pub struct Jump {
     /// SYN): not losses of the jump.
     handshake_lost: u32,
     state: JumpState,
-    /// The jump met loss before it was validated.
-    retreated: bool,
+    /// The rate (bytes/s) the jump retreated to, when it met loss or slow acknowledgements
+    /// before it was validated: the link's, as far as that showed.
+    retreated: Option<u64>,
     /// The jump was less than the path's whole believed rate: its window a share beside other
     /// busy or sending young flows, or paced at half of a rate not measured on the path now
     /// (`Configured`, `Stale`).
     partial: bool,
+    /// The rate of the first acknowledgements still tests the jump's pacing: a rate not
+    /// measured on the path now, and the flow alone on it (see [`Jump::on_sample`]).
+    ack_check: bool,
+    /// When acknowledged bytes were first seen, and `bytes_acked` and the smoothed RTT then;
+    /// `bytes_acked` at the last look.
+    acks_from: Option<(Duration, u64, Duration)>,
+    acks_last: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,6 +49,17 @@ enum JumpState {
 
 /// A retreat paces at no less than the jump's rate over this.
 pub const RETREAT_FLOOR: u64 = 4;
+
+/// The first acknowledgements are timed over at least this long, each look in it seeing more
+/// (a flight that was acknowledged sooner says nothing: the gap after it is not the link's) ...
+pub const ACK_RATE_TIME: Duration = Duration::from_millis(30);
+/// ... and this many bytes (ten full segments), ...
+pub const ACK_RATE_BYTES: u64 = 14_000;
+/// ... and the jump retreats when they came at less than its pacing over this ...
+pub const ACK_RATE_SHORT: u64 = 2;
+/// ... while the smoothed RTT grew by at least this share of the time they were timed over
+/// (the link queued what was sent: it is slower than the sending, not the sending slow).
+pub const ACK_QUEUE_RISE: f64 = 0.25;
 
 /// What the satellite socket's pacing cap becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +85,7 @@ pub struct JumpSample {
     /// The socket still waits for its handshake's last ACK (a Fast Open child in SYN_RECV,
     /// already sending): what it retransmits is the SYN-ACK.
     pub handshake: bool,
-    /// The socket holds bytes it has not sent (`tcpi_notsent_bytes`).
+    /// The socket holds bytes it has not sent (`tcpi_notsent_bytes`), or the relay does.
     pub backlogged: bool,
 }
 
@@ -79,8 +99,13 @@ impl Jump {
             started: None,
             handshake_lost: 0,
             state: JumpState::Unvalidated,
-            retreated: false,
+            retreated: None,
             partial: plan.busy > 0 || plan.young > 0 || plan.source != Source::Measured,
+            ack_check: plan.busy == 0
+                && plan.young == 0
+                && matches!(plan.source, Source::Configured | Source::Stale),
+            acks_from: None,
+            acks_last: 0,
         })
     }
 
@@ -92,8 +117,15 @@ impl Jump {
         self.state == JumpState::Done
     }
 
-    /// The jump met loss before it was validated: the path carried less than planned.
+    /// The jump met loss or slow acknowledgements before it was validated: the path carried
+    /// less than planned.
     pub fn retreated(&self) -> bool {
+        self.retreated.is_some()
+    }
+
+    /// What the link showed when the jump retreated (bytes/s; the kernel's delivery rate at a
+    /// loss, the acknowledgements' rate when they came slow), before the retreat's floor.
+    pub fn retreated_to(&self) -> Option<u64> {
         self.retreated
     }
 
@@ -109,6 +141,20 @@ impl Jump {
     /// of the flows it started beside once they end, the other half of a configured link).
     /// Restarted, it is in STARTUP again from the window it has, and finds what is free within
     /// a few round trips: if the path is full, STARTUP sees no growth and leaves.
+    ///
+    /// A jump paced at a rate not measured on the path now (`LinkRate`, or a measurement from
+    /// before the last reconfiguration), alone on its path, is also tested by the rate of its
+    /// first acknowledgements, timed while they keep coming ([`ACK_RATE_TIME`],
+    /// [`ACK_RATE_BYTES`]): when they come at less than half the pacing while the smoothed RTT
+    /// grows ([`ACK_QUEUE_RISE`]), the link queues what the flow sends, so it is slower than
+    /// believed, and the jump retreats to their rate at once. A sender that is merely slow (a
+    /// server answering in pieces, or one held by StarPEP's window, which keeps the PEP nearly
+    /// empty) builds no queue. (Neither the kernel's application-limited mark nor the bytes
+    /// waiting in the PEP tell the two apart: the kernel marks every flow's first flight, sent
+    /// from an empty socket.)
+    /// On GEO they come half a round trip before the jump has left: a `LinkRate` ten times too
+    /// high otherwise sent a whole 1 MB answer into a 10 Mbit/s link within 0.2 s, and the link
+    /// dropped its tail, with nothing sent behind it to report the loss.
     pub fn on_sample(&mut self, now: Duration, s: &JumpSample) -> JumpAction {
         if s.handshake {
             self.handshake_lost = s.lost;
@@ -119,23 +165,14 @@ impl Jump {
             self.started = Some(now);
         }
         let srtt = s.srtt.max(Duration::from_millis(1));
+        if self.state == JumpState::Unvalidated && lost == 0 {
+            if let Some(rate) = self.acks_too_slow(now, s) {
+                return self.retreat(now, srtt, rate);
+            }
+        }
         match self.state {
             JumpState::Done => JumpAction::Keep,
-            JumpState::Unvalidated if lost > 0 => {
-                // Never below a quarter of the jump's pacing (the path's rate, or half of it
-                // unvalidated; a share's window may deliver less): the kernel spaces each packet by
-                // its length over the rate when it is sent, and a later, higher rate does not
-                // take back a gap already scheduled (one segment at a few bytes/s would stall the
-                // flow for minutes). A delivery rate of 0 says nothing yet.
-                let rate = s
-                    .delivery_rate
-                    .clamp(self.pacing / RETREAT_FLOOR, self.pacing);
-                self.state = JumpState::Retreat {
-                    until: now + 2 * srtt,
-                };
-                self.retreated = true;
-                JumpAction::Pace(rate)
-            }
+            JumpState::Unvalidated if lost > 0 => self.retreat(now, srtt, s.delivery_rate),
             JumpState::Unvalidated => {
                 let validated = s.bytes_acked >= self.window
                     || self.started.is_some_and(|t| now >= t + 2 * srtt);
@@ -156,5 +193,49 @@ impl Jump {
             }
             JumpState::Retreat { .. } => JumpAction::Keep,
         }
+    }
+
+    /// Paces at `delivered` (bytes/s) for two round trips. Never below a quarter of the jump's
+    /// pacing (the path's rate, or half of it unvalidated; a share's window may deliver less):
+    /// the kernel spaces each packet by its length over the rate when it is sent, and a later,
+    /// higher rate does not take back a gap already scheduled (one segment at a few bytes/s
+    /// would stall the flow for minutes). A delivery rate of 0 says nothing yet.
+    fn retreat(&mut self, now: Duration, srtt: Duration, delivered: u64) -> JumpAction {
+        let rate = delivered.clamp(self.pacing / RETREAT_FLOOR, self.pacing);
+        self.state = JumpState::Retreat {
+            until: now + 2 * srtt,
+        };
+        self.retreated = Some(delivered);
+        JumpAction::Pace(rate)
+    }
+
+    /// The rate (bytes/s) of the first acknowledgements when, timed long enough while they
+    /// kept coming, it was less than half the pacing.
+    fn acks_too_slow(&mut self, now: Duration, s: &JumpSample) -> Option<u64> {
+        if !self.ack_check || s.bytes_acked == 0 {
+            return None;
+        }
+        let Some((from, acked, srtt)) = self.acks_from else {
+            self.acks_from = Some((now, s.bytes_acked, s.srtt));
+            self.acks_last = s.bytes_acked;
+            return None;
+        };
+        if s.bytes_acked <= self.acks_last {
+            // The stream paused: what was sent before it is all acknowledged, and the next
+            // acknowledgements come a round trip later. Tested once, or not at all.
+            self.ack_check = false;
+            return None;
+        }
+        self.acks_last = s.bytes_acked;
+        let (time, bytes) = (now.saturating_sub(from), s.bytes_acked - acked);
+        if time < ACK_RATE_TIME || bytes < ACK_RATE_BYTES {
+            return None;
+        }
+        // Tested once: later acknowledgements are of the jump itself, which the loss rule and
+        // the validation follow.
+        self.ack_check = false;
+        let rate = (bytes as f64 / time.as_secs_f64()) as u64;
+        let queued = s.srtt.saturating_sub(srtt) >= time.mul_f64(ACK_QUEUE_RISE);
+        (rate < self.pacing / ACK_RATE_SHORT && queued).then_some(rate)
     }
 }

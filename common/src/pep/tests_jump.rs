@@ -1,6 +1,7 @@
 //! Tests of a new flow's jump (`jump.rs`), on a virtual clock: validation by its window or by
-//! time, a resent SYN-ACK that is not a loss, the retreat on loss, and the restart of the
-//! congestion control after a jump below the path's rate.
+//! time, a resent SYN-ACK that is not a loss, the retreat on loss or on first acknowledgements
+//! far slower than a believed rate, and the restart of the congestion control after a jump
+//! below the path's rate.
 
 use std::time::Duration;
 
@@ -181,4 +182,147 @@ fn a_jump_below_the_paths_rate_restarts_the_cc_if_it_still_has_bytes_to_send() {
     };
     assert!(matches!(j.on_sample(ms(500), &lost), JumpAction::Pace(_)));
     assert_eq!(j.on_sample(ms(1600), &lost), JumpAction::Release);
+}
+
+/// A jump alone on its path, paced at `pacing` bytes/s believed from `source`.
+fn believed(source: Source, pacing: u64) -> Jump {
+    let plan = StartPlan {
+        init_cwnd: Some(2000),
+        pacing: Some(pacing),
+        source,
+        busy: 0,
+        young: 0,
+    };
+    Jump::new(&plan, MSS).unwrap()
+}
+
+/// The look `after` the first acknowledgements were seen (1400 bytes, at 500 ms into a 500 ms
+/// path), while they come at `rate` bytes/s and the smoothed RTT grows by `rise` of the time.
+fn acks(rate: u64, after: Duration, rise: f64) -> (Duration, JumpSample) {
+    let s = JumpSample {
+        srtt: ms(500) + after.mul_f64(rise),
+        ..sample(1400 + (rate as f64 * after.as_secs_f64()) as u64, 0, 0)
+    };
+    (ms(500) + after, s)
+}
+
+/// Looks every 10 ms from the first acknowledgements to `until`; the actions.
+fn looks(j: &mut Jump, rate: u64, until: u64, rise: f64) -> Vec<JumpAction> {
+    (0..=until)
+        .step_by(10)
+        .map(|t| {
+            let (now, s) = acks(rate, ms(t), rise);
+            j.on_sample(now, &s)
+        })
+        .collect()
+}
+
+#[test]
+fn a_believed_rate_retreats_when_its_first_acks_come_slow_and_queue() {
+    // LinkRate ten times the link: paced at half of it (6.25 MB/s), acknowledged at the link's
+    // 1.25 MB/s, the RTT growing by half the time (measured on geo: 19 ms in 30 ms).
+    for source in [Source::Configured, Source::Stale] {
+        let mut j = believed(source, 6_250_000);
+        let acts = looks(&mut j, 1_250_000, 30, 0.5);
+        // Not before the acknowledgements were timed over ACK_RATE_TIME; then paced at their
+        // rate, but never below a quarter of the jump's pacing.
+        assert!(acts[..3].iter().all(|a| *a == JumpAction::Keep), "{acts:?}");
+        assert_eq!(acts[3], JumpAction::Pace(6_250_000 / RETREAT_FLOOR));
+        assert!(j.retreated());
+        // Released after two round trips, without a restart.
+        let (now, s) = acks(1_250_000, ms(30) + 2 * ms(530), 0.0);
+        assert_eq!(j.on_sample(now, &s), JumpAction::Release);
+    }
+    // Acknowledgements at a third of the pacing, above the floor: paced at their rate.
+    let mut j = believed(Source::Configured, 6_000_000);
+    let acts = looks(&mut j, 2_000_000, 30, 0.5);
+    assert!(
+        matches!(acts[3], JumpAction::Pace(r) if r.abs_diff(2_000_000) < 1000),
+        "{acts:?}"
+    );
+}
+
+#[test]
+fn a_believed_rate_that_its_first_acks_bear_out_jumps_on() {
+    // LinkRate right: paced at half the link, acknowledged at that pace (or a bit below), no
+    // queue.
+    for rate in [625_000, 400_000] {
+        let mut j = believed(Source::Configured, 625_000);
+        let acts = looks(&mut j, rate, 100, 0.0);
+        assert!(acts.iter().all(|a| *a == JumpAction::Keep), "{acts:?}");
+        // Tested once: later slow acknowledgements are the loss rule's.
+        let (now, s) = acks(100_000, ms(300), 0.5);
+        assert_eq!(j.on_sample(now, &s), JumpAction::Keep);
+        let (now, s) = acks(rate, ms(1000), 0.0);
+        let backlogged = JumpSample {
+            backlogged: true,
+            ..s
+        };
+        assert_eq!(j.on_sample(now, &backlogged), JumpAction::Restart);
+    }
+}
+
+#[test]
+fn slow_first_acks_say_nothing_without_a_queue_or_when_measured_shared_or_short() {
+    let slow = 1_000_000;
+    // A sender slower than the pacing (a server answering in pieces, or held by StarPEP's
+    // window): its acknowledgements are slow, but nothing queues.
+    let mut j = believed(Source::Configured, 6_250_000);
+    assert!(looks(&mut j, slow, 100, 0.1)
+        .iter()
+        .all(|a| *a == JumpAction::Keep));
+    assert!(!j.retreated());
+    // A rate measured on the path now: validated by its window or by time, as before.
+    let mut j = believed(Source::Measured, 6_250_000);
+    assert!(looks(&mut j, slow, 100, 0.5)
+        .iter()
+        .all(|a| *a == JumpAction::Keep));
+    // A jump beside busy or young flows: its acknowledgements are its share.
+    for (busy, young) in [(1, 0), (0, 2)] {
+        let plan = StartPlan {
+            init_cwnd: Some(2000),
+            pacing: Some(6_250_000),
+            source: Source::Configured,
+            busy,
+            young,
+        };
+        let mut j = Jump::new(&plan, MSS).unwrap();
+        assert!(looks(&mut j, slow, 100, 0.5)
+            .iter()
+            .all(|a| *a == JumpAction::Keep));
+    }
+    // Fewer than ten segments acknowledged in the time: too few to time.
+    let mut j = believed(Source::Configured, 6_250_000);
+    let few = (ACK_RATE_BYTES - 1) as f64 / ACK_RATE_TIME.as_secs_f64();
+    let acts = looks(&mut j, few as u64 - 1, 30, 0.5);
+    assert!(acts.iter().all(|a| *a == JumpAction::Keep), "{acts:?}");
+}
+
+#[test]
+fn a_flight_acknowledged_before_the_timing_is_long_enough_says_nothing() {
+    // LEO: the first flight (64 KB) is acknowledged within 20 ms; the next acknowledgements come
+    // a round trip later. Over wall time the two would read as a slow link.
+    let mut j = believed(Source::Configured, 3_125_000);
+    let at = |acked: u64, srtt: u64| JumpSample {
+        srtt: ms(srtt),
+        ..sample(acked, 0, 0)
+    };
+    for (t, acked, srtt) in [
+        (30, 1400, 30),
+        (40, 33_000, 35),
+        (50, 65_000, 40),
+        (60, 65_000, 40),
+    ] {
+        assert_eq!(
+            j.on_sample(ms(t), &at(acked, srtt)),
+            JumpAction::Keep,
+            "at {t} ms"
+        );
+    }
+    assert_eq!(
+        j.on_sample(ms(100), &at(80_000, 60)),
+        JumpAction::Keep,
+        "the stream paused: not tested"
+    );
+    assert!(!j.retreated());
 }

@@ -215,6 +215,11 @@ impl FlowControl {
         }
     }
 
+    /// The flow's careful-resume jump retreated: see [`Controller::on_start_refuted`].
+    pub fn on_start_refuted(&mut self, rate: f64) {
+        self.ctl.on_start_refuted(rate);
+    }
+
     /// One period: sample, decide, apply. Returns the record of this tick.
     pub fn tick(&mut self, io: &FlowIo, now: Duration) -> ControlRecord {
         let sender = io.sock(self.dir.source()).get_ref();

@@ -173,6 +173,12 @@ impl FlowStart {
         })
     }
 
+    /// The rate (bytes/s) the link showed when the flow's jump retreated, if it did: slower
+    /// than its plan believed.
+    pub fn retreated_to(&self) -> Option<u64> {
+        self.jump.as_ref().and_then(Jump::retreated_to)
+    }
+
     /// The flow has not moved its first byte yet (wait on [`FlowIo::read`]).
     pub fn before_first_byte(&self) -> bool {
         self.before_first_byte
@@ -254,6 +260,7 @@ impl FlowStart {
             backlogged,
         };
         let action = j.on_sample(now, &s);
+        tracing::trace!(?s, ?action, "jump sample");
         let rate = match action {
             JumpAction::Keep => return,
             JumpAction::Pace(r) => Some(r),

@@ -211,6 +211,9 @@ pub struct Controller {
     /// The satellite segment lost a segment during the flow's startup: the link does not carry
     /// what `LinkRate` says, which then no longer stands in for the measurement.
     lost_in_startup: bool,
+    /// The rate at which the flow's careful-resume jump retreated
+    /// ([`Controller::on_start_refuted`]): `LinkRate` stands in no higher than this.
+    refuted_rate: Option<f64>,
     /// The in-flight cap's headroom, and what the last satellite sample said of it: its
     /// smoothed RTT, and whether the cap bound (nothing unsent, most of it in flight).
     headroom: Headroom,
@@ -219,6 +222,19 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// The flow's start met a link slower than believed: its careful-resume jump retreated to
+    /// `rate` bytes/s (`pep::jump`), and the configured `LinkRate` stands in for `R_down` no
+    /// higher than that. A jump that retreated before any loss otherwise left the in-flight
+    /// cap at ten times a GEO link for seconds; dropping the stand-in altogether left it to
+    /// the first round trip's few samples, which held a 1 MB download at a fraction of the
+    /// link.
+    /// A rate of 0 (the kernel had no delivery rate yet at a loss) says nothing.
+    pub fn on_start_refuted(&mut self, rate: f64) {
+        if rate > 0.0 {
+            self.refuted_rate = Some(self.refuted_rate.map_or(rate, |r| r.min(rate)));
+        }
+    }
+
     pub fn new(p: Params, now: Duration) -> Controller {
         Controller {
             p,
@@ -233,6 +249,7 @@ impl Controller {
             probe_rtt: ProbeRttGuard::default(),
             acks: AckSpacing::default(),
             lost_in_startup: false,
+            refuted_rate: None,
             headroom: Headroom::default(),
             sat_rtt: None,
             cap_binds: false,
@@ -338,7 +355,8 @@ impl Controller {
         // held R_down, and with it the in-flight cap, at ten times the link for seconds: 3.6 MB
         // in flight on a 625 KB path, and a second flow of the peer took 5-7 s for 1 MB.)
         let configured = Some(self.p.link_rate).filter(|r| *r > 0.0);
-        let r = match (self.rate.get(), configured) {
+        let stand_in = configured.map(|c| self.refuted_rate.map_or(c, |r| r.min(c)));
+        let r = match (self.rate.get(), stand_in) {
             (Some(m), Some(c)) if !self.rate.filled() && !self.lost_in_startup => Some(m.max(c)),
             (m, c) => m.or(c),
         };

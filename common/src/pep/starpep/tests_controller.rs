@@ -303,6 +303,33 @@ fn a_configured_rate_above_the_link_stops_standing_in_at_the_first_loss() {
 }
 
 #[test]
+fn a_configured_rate_above_the_link_stands_in_no_higher_than_the_jumps_retreat() {
+    // The same, refuted by the start's jump (its first acknowledgements came slow and queued)
+    // before any segment was lost: the stand-in comes down to the rate it retreated to.
+    let mut p = cfg(|_| {});
+    p.link_rate = 10.0 * R as f64;
+    let mut c = Controller::new(p, ms(T));
+    let mut d = None;
+    for i in 0..=10 {
+        d = Some(c.on_samples(ms(T + 5 * i), &at(5 * i, R, false)));
+    }
+    assert_eq!(d.unwrap().r_down, 10.0 * R as f64);
+    // Retreated to twice the link: the stand-in is no higher (the measurement takes over once
+    // the startup is over).
+    c.on_start_refuted(2.0 * R as f64);
+    for i in 11..=20 {
+        d = Some(c.on_samples(ms(T + 5 * i), &at(5 * i, R, false)));
+    }
+    let d = d.unwrap();
+    assert!(d.r_down <= 2.0 * R as f64, "{}", d.r_down);
+    // A later, higher rate does not raise it again, nor does a rate of 0 say anything.
+    c.on_start_refuted(0.0);
+    c.on_start_refuted(5.0 * R as f64);
+    let d = c.on_samples(ms(T + 105), &at(105, R, false));
+    assert!(d.r_down <= 2.0 * R as f64, "{}", d.r_down);
+}
+
+#[test]
 fn loss_recovery_does_not_lower_r_down() {
     let mut c = Controller::new(cfg(|_| {}), ms(T));
     for i in 0..=60 {
