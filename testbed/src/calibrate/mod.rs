@@ -11,6 +11,7 @@ pub mod capacity;
 pub mod delay;
 pub mod loss;
 pub mod probe;
+pub mod quiet;
 pub mod reference;
 pub mod steal;
 pub mod table;
@@ -156,7 +157,8 @@ pub fn calibrate(
 /// Attempts of [`calibrate_calm`].
 pub const CALM_ATTEMPTS: usize = 3;
 
-/// [`calibrate`], judged by `ok`; a run that fails while the hypervisor withheld the CPU (more
+/// [`calibrate`], judged by `ok`, each run once the CPUs are quiet ([`quiet::wait_quiet`]);
+/// a run that fails while the hypervisor withheld the CPU (more
 /// than [`steal::STEAL_LIMIT`] of the time, or a stall of [`steal::STALL_LIMIT`]) is run again
 /// (at most [`CALM_ATTEMPTS`] runs). A run that fails on a calm host is final. Returns the last
 /// run's rows and the steal of every run.
@@ -169,6 +171,7 @@ pub fn calibrate_calm(
 ) -> Result<(Vec<Row>, Vec<Steal>), CalError> {
     let mut steals = Vec::new();
     loop {
+        quiet::wait_quiet();
         let watch = StealWatch::start();
         let rows = calibrate(satlink, profile_path, opts, checks)?;
         let steal = watch.finish();
