@@ -1,8 +1,8 @@
-//! Before a calibration run: wait until this machine's CPUs are quiet. A test that deletes its
-//! namespaces leaves their teardown to a kernel worker, seconds of CPU after the test returned;
-//! on two cores that delays satlink's releases by milliseconds (CI saw a probe p99 of 1.18 ms
-//! right after the netns tests, against 0.16-0.18 ms on an idle machine), which says nothing
-//! about the emulator.
+//! Before a calibration run: wait until this machine's CPUs are quiet. Work left over from an
+//! earlier test (a deleted namespace is torn down by a kernel worker after the test returned)
+//! delays satlink's releases by milliseconds on two cores, which says nothing about the
+//! emulator. CI saw a probe p99 of 1.18 ms after the netns tests with no host steal to speak
+//! of, against 0.16-0.29 ms on an idle machine; what held the CPU then is not known.
 
 use std::time::{Duration, Instant};
 
