@@ -20,9 +20,10 @@ pub struct Jump {
     /// SYN): not losses of the jump.
     handshake_lost: u32,
     state: JumpState,
-    /// The rate (bytes/s) the jump retreated to, when it met loss or slow acknowledgements
-    /// before it was validated: the link's, as far as that showed.
-    retreated: Option<u64>,
+    /// The jump met loss or slow acknowledgements before it was validated.
+    retreated: bool,
+    /// The rate (bytes/s) of the first acknowledgements, when they refuted a believed rate.
+    refuted: Option<u64>,
     /// The jump was less than the path's whole believed rate: its window a share beside other
     /// busy or sending young flows, or paced at half of a rate not measured on the path now
     /// (`Configured`, `Stale`).
@@ -99,7 +100,8 @@ impl Jump {
             started: None,
             handshake_lost: 0,
             state: JumpState::Unvalidated,
-            retreated: None,
+            retreated: false,
+            refuted: None,
             partial: plan.busy > 0 || plan.young > 0 || plan.source != Source::Measured,
             ack_check: plan.busy == 0
                 && plan.young == 0
@@ -120,13 +122,14 @@ impl Jump {
     /// The jump met loss or slow acknowledgements before it was validated: the path carried
     /// less than planned.
     pub fn retreated(&self) -> bool {
-        self.retreated.is_some()
+        self.retreated
     }
 
-    /// What the link showed when the jump retreated (bytes/s; the kernel's delivery rate at a
-    /// loss, the acknowledgements' rate when they came slow), before the retreat's floor.
-    pub fn retreated_to(&self) -> Option<u64> {
-        self.retreated
+    /// The rate (bytes/s) of the first acknowledgements when they refuted the believed rate the
+    /// jump was paced at (before the retreat's floor). A loss refutes nothing more precise:
+    /// the kernel's delivery rate at that moment may span the whole first round trip.
+    pub fn refuted(&self) -> Option<u64> {
+        self.refuted
     }
 
     /// One look at the socket. The jump is validated once its window was acknowledged, or two
@@ -151,8 +154,7 @@ impl Jump {
     /// server answering in pieces, or one held by StarPEP's window, which keeps the PEP nearly
     /// empty) builds no queue. (Neither the kernel's application-limited mark nor the bytes
     /// waiting in the PEP tell the two apart: the kernel marks every flow's first flight, sent
-    /// from an empty socket.)
-    /// On GEO they come half a round trip before the jump has left: a `LinkRate` ten times too
+    /// from an empty socket.) On GEO they come half a round trip before the jump has left: a `LinkRate` ten times too
     /// high otherwise sent a whole 1 MB answer into a 10 Mbit/s link within 0.2 s, and the link
     /// dropped its tail, with nothing sent behind it to report the loss.
     pub fn on_sample(&mut self, now: Duration, s: &JumpSample) -> JumpAction {
@@ -167,6 +169,7 @@ impl Jump {
         let srtt = s.srtt.max(Duration::from_millis(1));
         if self.state == JumpState::Unvalidated && lost == 0 {
             if let Some(rate) = self.acks_too_slow(now, s) {
+                self.refuted = Some(rate);
                 return self.retreat(now, srtt, rate);
             }
         }
@@ -205,7 +208,7 @@ impl Jump {
         self.state = JumpState::Retreat {
             until: now + 2 * srtt,
         };
-        self.retreated = Some(delivered);
+        self.retreated = true;
         JumpAction::Pace(rate)
     }
 

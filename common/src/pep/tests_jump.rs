@@ -108,6 +108,8 @@ fn loss_before_validation_retreats_to_the_delivery_rate_then_releases() {
         j.on_sample(ms(600), &sample(50_000, 4, 400_000)),
         JumpAction::Pace(400_000)
     );
+    assert!(j.retreated());
+    assert_eq!(j.refuted(), None, "a loss refutes no rate");
     assert_eq!(
         j.on_sample(ms(1599), &sample(90_000, 9, 300_000)),
         JumpAction::Keep
@@ -229,6 +231,8 @@ fn a_believed_rate_retreats_when_its_first_acks_come_slow_and_queue() {
         assert!(acts[..3].iter().all(|a| *a == JumpAction::Keep), "{acts:?}");
         assert_eq!(acts[3], JumpAction::Pace(6_250_000 / RETREAT_FLOOR));
         assert!(j.retreated());
+        // What the acknowledgements showed goes to the controller, not the floor.
+        assert!(j.refuted().is_some_and(|r| r.abs_diff(1_250_000) < 1000));
         // Released after two round trips, without a restart.
         let (now, s) = acks(1_250_000, ms(30) + 2 * ms(530), 0.0);
         assert_eq!(j.on_sample(now, &s), JumpAction::Release);

@@ -395,7 +395,7 @@ async fn supervise(shared: &Shared, io: &FlowIo, hooks: Hooks<'_>, id: FlowId) {
             _ = jump_tick.tick(), if start.as_ref().is_some_and(|s| s.watching()) => {
                 if let Some(s) = start.as_deref_mut() {
                     s.tick(shared, io);
-                    if let (Some(r), Some(c)) = (s.retreated_to(), control.as_deref_mut()) {
+                    if let (Some(r), Some(c)) = (s.refuted(), control.as_deref_mut()) {
                         c.on_start_refuted(r as f64);
                     }
                 }

@@ -173,10 +173,10 @@ impl FlowStart {
         })
     }
 
-    /// The rate (bytes/s) the link showed when the flow's jump retreated, if it did: slower
-    /// than its plan believed.
-    pub fn retreated_to(&self) -> Option<u64> {
-        self.jump.as_ref().and_then(Jump::retreated_to)
+    /// The rate (bytes/s) of the first acknowledgements when they refuted the believed rate
+    /// of the flow's jump ([`Jump::refuted`]).
+    pub fn refuted(&self) -> Option<u64> {
+        self.jump.as_ref().and_then(Jump::refuted)
     }
 
     /// The flow has not moved its first byte yet (wait on [`FlowIo::read`]).
