@@ -150,13 +150,14 @@ impl Jump {
     /// first acknowledgements, timed while they keep coming ([`ACK_RATE_TIME`],
     /// [`ACK_RATE_BYTES`]): when they come at less than half the pacing while the smoothed RTT
     /// grows ([`ACK_QUEUE_RISE`]), the link queues what the flow sends, so it is slower than
-    /// believed, and the jump retreats to their rate at once. A sender that is merely slow (a
-    /// server answering in pieces, or one held by StarPEP's window, which keeps the PEP nearly
-    /// empty) builds no queue. (Neither the kernel's application-limited mark nor the bytes
-    /// waiting in the PEP tell the two apart: the kernel marks every flow's first flight, sent
-    /// from an empty socket.) On GEO they come half a round trip before the jump has left: a `LinkRate` ten times too
-    /// high otherwise sent a whole 1 MB answer into a 10 Mbit/s link within 0.2 s, and the link
-    /// dropped its tail, with nothing sent behind it to report the loss.
+    /// believed, and the jump retreats to their rate at once. On GEO they come half a round trip
+    /// before the jump has left: a `LinkRate` ten times too high otherwise sent a whole 1 MB
+    /// answer into a 10 Mbit/s link within 0.2 s, and the link dropped its tail, with nothing
+    /// sent behind it to report the loss. A sender that is merely slow (a server answering in
+    /// pieces, or one held by StarPEP's window, which keeps the PEP nearly empty) builds no
+    /// queue. Neither the kernel's application-limited mark nor the bytes waiting in the PEP
+    /// tell the two apart: the kernel marks every flow's first flight, sent from an empty
+    /// socket.
     pub fn on_sample(&mut self, now: Duration, s: &JumpSample) -> JumpAction {
         if s.handshake {
             self.handshake_lost = s.lost;
