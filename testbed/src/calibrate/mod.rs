@@ -156,12 +156,18 @@ pub fn calibrate(
 
 /// Attempts of [`calibrate_calm`].
 pub const CALM_ATTEMPTS: usize = 3;
+/// Failed runs on a calm host that make [`calibrate_calm`]'s verdict final.
+pub const CALM_FAILURES: usize = 2;
 
-/// [`calibrate`], judged by `ok`, each run once the CPUs are quiet ([`quiet::wait_quiet`]);
-/// a run that fails while the hypervisor withheld the CPU (more
-/// than [`steal::STEAL_LIMIT`] of the time, or a stall of [`steal::STALL_LIMIT`]) is run again
-/// (at most [`CALM_ATTEMPTS`] runs). A run that fails on a calm host is final. Returns the last
-/// run's rows and the steal of every run.
+/// [`calibrate`], judged by `ok`, each run once the CPUs are quiet ([`quiet::wait_quiet`]).
+/// A run that fails is run again (at most [`CALM_ATTEMPTS`] runs) unless it is the second
+/// ([`CALM_FAILURES`]) to fail on a calm host: one whose hypervisor withheld the CPU less than
+/// [`steal::STEAL_LIMIT`] of the time, with no stall of [`steal::STALL_LIMIT`]. Each run is
+/// judged whole against the same bounds. Why a calm failure gets a second run: CI has failed
+/// single runs at host steal of 0.3-0.6 % (probe p99 1.18 ms on `geo`, 1.58 ms on
+/// `leo-10mbit`, against 0.16-0.45 ms in the other runs), where an error in the model, which is
+/// deterministic for a seed, fails every run. Returns the last run's rows and the steal of
+/// every run.
 pub fn calibrate_calm(
     satlink: &Path,
     profile_path: &Path,
@@ -170,13 +176,18 @@ pub fn calibrate_calm(
     ok: impl Fn(&[Row]) -> bool,
 ) -> Result<(Vec<Row>, Vec<Steal>), CalError> {
     let mut steals = Vec::new();
+    let mut calm_failures = 0;
     loop {
         quiet::wait_quiet();
         let watch = StealWatch::start();
         let rows = calibrate(satlink, profile_path, opts, checks)?;
         let steal = watch.finish();
         steals.push(steal);
-        if ok(&rows) || steal.calm() || steals.len() >= CALM_ATTEMPTS {
+        if ok(&rows) {
+            return Ok((rows, steals));
+        }
+        calm_failures += usize::from(steal.calm());
+        if calm_failures >= CALM_FAILURES || steals.len() >= CALM_ATTEMPTS {
             return Ok((rows, steals));
         }
     }
