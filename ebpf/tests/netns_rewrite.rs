@@ -98,7 +98,7 @@ fn window_is_limited(v6: bool, path: Path, tx_csum_off: bool) {
     assert_eq!(tcx_programs(&prog_ns, &prog_if), 1);
     drop(rw);
     assert_eq!(
-        tcx_programs(&prog_ns, &prog_if),
+        tcx_programs_after_drop(&prog_ns, &prog_if),
         0,
         "TCX link left after drop"
     );

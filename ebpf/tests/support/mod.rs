@@ -207,6 +207,21 @@ pub fn load_and_attach(ns: &str, iface: &str) -> WindowRewriter {
     rw
 }
 
+/// Number of TCX egress programs on `iface` in `ns` once a dropped link is gone: polled for up
+/// to 2 s. A child that another test thread forks at the moment of the drop holds a copy of
+/// the link's descriptor until it execs (the descriptor is close-on-exec), and the link lives
+/// until the last copy closes; CI once saw it still attached right after the drop.
+pub fn tcx_programs_after_drop(ns: &str, iface: &str) -> usize {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let n = tcx_programs(ns, iface);
+        if n == 0 || std::time::Instant::now() >= end {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Number of TCX egress programs on `iface` in `ns`.
 pub fn tcx_programs(ns: &str, iface: &str) -> usize {
     let dev = iface.to_string();
