@@ -270,9 +270,9 @@ fn an_overestimate_comes_down_once_startup_is_over() {
     assert!((d.r_down / R as f64 - 1.0).abs() < 0.01, "{}", d.r_down);
 }
 
-#[test]
-fn a_configured_rate_above_the_link_stops_standing_in_at_the_first_loss() {
-    // `LinkRate` ten times what the link carries: during the startup it stands in ...
+/// A controller with `LinkRate` ten times what the link carries, after the first 50 ms of a
+/// startup at `R`: the configured link stands in (asserted); its last decision.
+fn tenfold_in_startup() -> (Controller, Decision) {
     let mut p = cfg(|_| {});
     p.link_rate = 10.0 * R as f64;
     let mut c = Controller::new(p, ms(T));
@@ -280,12 +280,16 @@ fn a_configured_rate_above_the_link_stops_standing_in_at_the_first_loss() {
     for i in 0..=10 {
         d = Some(c.on_samples(ms(T + 5 * i), &at(5 * i, R, false)));
     }
-    let before = d.unwrap();
-    assert_eq!(
-        before.r_down,
-        10.0 * R as f64,
-        "the configured link stands in"
-    );
+    let d = d.unwrap();
+    assert_eq!(d.r_down, 10.0 * R as f64, "the configured link stands in");
+    (c, d)
+}
+
+#[test]
+fn a_configured_rate_above_the_link_stops_standing_in_at_the_first_loss() {
+    // `LinkRate` ten times what the link carries: during the startup it stands in ...
+    let (mut c, before) = tenfold_in_startup();
+    let mut d = None;
     // ... until the link loses a segment: then the flow's own measurement decides, and the
     // in-flight cap follows it.
     for i in 11..=20 {
@@ -306,14 +310,8 @@ fn a_configured_rate_above_the_link_stops_standing_in_at_the_first_loss() {
 fn a_configured_rate_above_the_link_stands_in_no_higher_than_the_jumps_retreat() {
     // The same, refuted by the start's jump (its first acknowledgements came slow and queued)
     // before any segment was lost: the stand-in comes down to the rate it retreated to.
-    let mut p = cfg(|_| {});
-    p.link_rate = 10.0 * R as f64;
-    let mut c = Controller::new(p, ms(T));
+    let (mut c, _) = tenfold_in_startup();
     let mut d = None;
-    for i in 0..=10 {
-        d = Some(c.on_samples(ms(T + 5 * i), &at(5 * i, R, false)));
-    }
-    assert_eq!(d.unwrap().r_down, 10.0 * R as f64);
     // Retreated to twice the link: the stand-in is no higher (the measurement takes over once
     // the startup is over).
     c.on_start_refuted(2.0 * R as f64);
