@@ -14,56 +14,16 @@ mod common;
 #[path = "netns_starpep_common.rs"]
 mod sp;
 
-use std::io::{Read, Write};
-use std::net::Shutdown;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use sp::*;
-use starpep_tests::{addr, payload, require_root, sha256_hex, Node, Topology};
+use starpep_tests::{addr, require_root, Node, Topology};
 
 /// geo's round trip.
 const RTT: f64 = 0.5;
-const REQUEST: usize = 300;
 /// Over the kernel's initial window (10 segments), within the SYN's unscaled window.
 const RESPONSE: usize = 48_000;
-
-/// One exchange to `port`, the client writing its request `late` after its connect: seconds
-/// from the connect to the first and the last response byte.
-fn exchange(topo: &Topology, port: u16, size: usize, late: Duration) -> (f64, f64) {
-    let dst = sa(&format!("{}:{port}", addr::SRV));
-    let l = listen_cc(topo, Node::Srv, dst, None);
-    let request = payload(REQUEST, port as u64);
-    let response = payload(size, port as u64 + 1);
-    let (req_sha, resp_sha) = (sha256_hex(&request), sha256_hex(&response));
-    let srv = std::thread::spawn(move || {
-        let (mut c, _) = l.accept().expect("accept");
-        let mut got = vec![0u8; REQUEST];
-        c.read_exact(&mut got).expect("server reads the request");
-        c.write_all(&response).expect("server writes the response");
-        c.shutdown(Shutdown::Write).unwrap();
-        sha256_hex(&got)
-    });
-    let t0 = Instant::now();
-    let mut c = connect_cc(topo, Node::Pc, dst, None).expect("connect");
-    std::thread::sleep(late);
-    c.write_all(&request).expect("client writes the request");
-    let mut first = [0u8; 1];
-    c.read_exact(&mut first).expect("the first response byte");
-    let ttfb = t0.elapsed().as_secs_f64();
-    let mut rest = vec![0u8; size - 1];
-    c.read_exact(&mut rest).expect("the response");
-    // The last byte, not the EOF: a Fast Open child sends its FIN only once established.
-    let last = t0.elapsed().as_secs_f64();
-    let mut tail = Vec::new();
-    c.read_to_end(&mut tail).expect("the response's end");
-    assert!(tail.is_empty(), "{} bytes beyond the response", tail.len());
-    let mut got = first.to_vec();
-    got.extend(rest);
-    assert_eq!(srv.join().expect("server"), req_sha, "request corrupted");
-    assert_eq!(sha256_hex(&got), resp_sha, "response corrupted");
-    (ttfb, last)
-}
 
 /// `TcpExt: NAME` of a namespace (`/proc/net/netstat` is per namespace).
 fn tcp_ext(topo: &Topology, node: Node, name: &str) -> u64 {

@@ -1,6 +1,7 @@
 //! The satellite segment's start, careful resume (root, netns, satlink `geo`): a new flow
 //! starts at its share of what its path measured, paced (seen in a capture on the POP's
-//! tunnel, before encryption); beside a flow already running it gets most of the link while
+//! tunnel, before encryption); on a configured rate alone, at the whole rate once its Fast Open
+//! flight was acknowledged at it; beside a flow already running it gets most of the link while
 //! it is young, and neither stalls; with nothing measured and no `LinkRate` it starts from the
 //! kernel's defaults; a `LinkRate` ten times too high neither collapses a flow nor stalls the
 //! other flows of the peer. Every payload is sha256-checked.
@@ -177,6 +178,66 @@ fn a_new_flow_starts_at_the_measured_rate_paced() {
     );
     assert!(
         t <= 1.5 * ideal(MB),
+        "1 MB took {t:.2} s, ideal {:.2} s",
+        ideal(MB)
+    );
+}
+
+#[test]
+fn a_configured_rate_that_the_fast_open_flight_bears_out_is_sent_at_in_full() {
+    if !require_root() {
+        return;
+    }
+    let _l = LINK.lock().unwrap_or_else(|e| e.into_inner());
+    // A fresh path: nothing measured, the profile's `LinkRate` (the link's own 10 Mbit/s).
+    let b = bed("geo", false, &[]);
+    // The tunnel's own handshake first (a round trip), so that the exchange times the flow.
+    b.topo
+        .run_ok(
+            Node::Pc,
+            &["ping", "-c", "1", "-W", "5", &addr::SRV.to_string()],
+        )
+        .expect("ping through the tunnel");
+    let (mut dump, pcap) = capture(&b.topo, 5541);
+    // Client-first, as a web answer: the request crosses with the box's SYN.
+    let ((first, t), starts) =
+        with_starts(&b, 5541, || exchange(&b.topo, 5541, MB, Duration::ZERO));
+    dump.stop();
+    let start = starts.first().expect("the flow's start plan");
+    eprintln!(
+        "1 MB answer: first byte {first:.2} s, last {t:.2} s from the connect (ideal {:.2} s); start {start}",
+        ideal(MB)
+    );
+    assert_eq!(start["source"], "configured", "{start}");
+    assert_eq!(start["busy"], 0, "{start}");
+    // The answer's first 64 KB leave before the handshake's last ACK (Fast Open), then nothing
+    // for about a round trip; the jump proper starts at half the rate and, once the first
+    // 64 KB were acknowledged at the link's rate (about 50 ms), goes on at the whole rate.
+    let segs = data_segments(&b.topo, &pcap);
+    let t1 = segs
+        .windows(2)
+        .find(|w| w[1].0 - w[0].0 > 0.6 * RTT)
+        .map(|w| w[1].0)
+        .expect("the gap between the flight before the handshake's end and the jump");
+    let sent = |from: f64, to: f64| -> u64 {
+        segs.iter()
+            .filter(|(s, _)| *s >= t1 + from && *s < t1 + to)
+            .map(|(_, len)| len)
+            .sum()
+    };
+    let (early, later) = (sent(0.0, 0.05), sent(0.1, 0.3));
+    let full = LINK_BPS / 8.0 * 0.2;
+    eprintln!(
+        "flight {:.3}-{:.3} s, jump from {t1:.3} s to {:.3} s: {early} B in its first 50 ms, {later} B from 100 to 300 ms (whole rate {full:.0} B)",
+        segs[0].0, segs.iter().take_while(|x| x.0 < t1).last().map_or(0.0, |x| x.0), segs.last().map_or(0.0, |x| x.0)
+    );
+    // At half the rate (measured before: 125 KB) the flow took 1.30 × ideal on the bench.
+    assert!(
+        later as f64 >= 0.75 * full,
+        "{later} B from 100 to 300 ms into the jump: not at the whole rate ({full:.0} B)"
+    );
+    assert!(
+        t <= 1.3 * ideal(MB),
         "1 MB took {t:.2} s, ideal {:.2} s",
         ideal(MB)
     );

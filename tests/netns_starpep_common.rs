@@ -4,14 +4,16 @@
 
 #![allow(dead_code)]
 
+use std::io::{Read, Write};
+use std::net::Shutdown;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use starpep_tests::{bin_path, Node, Proc, TopoSpec, Topology};
+use starpep_tests::{addr, bin_path, payload, sha256_hex, Node, Proc, TopoSpec, Topology};
 
-use super::common::{start_pair, Carry, Daemon};
+use super::common::{connect_cc, listen_cc, sa, start_pair, Carry, Daemon};
 
 /// One satlink at a time: it spins and runs at real-time priority on a 2-core machine.
 pub static LINK: Mutex<()> = Mutex::new(());
@@ -124,4 +126,45 @@ pub fn pct(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     let i = ((p / 100.0) * v.len() as f64).ceil() as usize;
     v[i.clamp(1, v.len()) - 1]
+}
+
+/// The request of [`exchange`] (bytes).
+pub const EXCHANGE_REQUEST: usize = 300;
+
+/// One client-first exchange (a request, then a `size`-byte response, both sha256-checked) to
+/// `port`, the client writing its request `late` after its connect: seconds from the connect
+/// to the first and the last response byte.
+pub fn exchange(topo: &Topology, port: u16, size: usize, late: Duration) -> (f64, f64) {
+    let dst = sa(&format!("{}:{port}", addr::SRV));
+    let l = listen_cc(topo, Node::Srv, dst, None);
+    let request = payload(EXCHANGE_REQUEST, port as u64);
+    let response = payload(size, port as u64 + 1);
+    let (req_sha, resp_sha) = (sha256_hex(&request), sha256_hex(&response));
+    let srv = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().expect("accept");
+        let mut got = vec![0u8; EXCHANGE_REQUEST];
+        c.read_exact(&mut got).expect("server reads the request");
+        c.write_all(&response).expect("server writes the response");
+        c.shutdown(Shutdown::Write).unwrap();
+        sha256_hex(&got)
+    });
+    let t0 = Instant::now();
+    let mut c = connect_cc(topo, Node::Pc, dst, None).expect("connect");
+    std::thread::sleep(late);
+    c.write_all(&request).expect("client writes the request");
+    let mut first = [0u8; 1];
+    c.read_exact(&mut first).expect("the first response byte");
+    let ttfb = t0.elapsed().as_secs_f64();
+    let mut rest = vec![0u8; size - 1];
+    c.read_exact(&mut rest).expect("the response");
+    // The last byte, not the EOF: a Fast Open child sends its FIN only once established.
+    let last = t0.elapsed().as_secs_f64();
+    let mut tail = Vec::new();
+    c.read_to_end(&mut tail).expect("the response's end");
+    assert!(tail.is_empty(), "{} bytes beyond the response", tail.len());
+    let mut got = first.to_vec();
+    got.extend(rest);
+    assert_eq!(srv.join().expect("server"), req_sha, "request corrupted");
+    assert_eq!(sha256_hex(&got), resp_sha, "response corrupted");
+    (ttfb, last)
 }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::start::{Source, StartPlan};
+use super::start::{Source, StartPlan, UNVALIDATED_SHARE};
 
 /// One flow's jump, from its start to its validation.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +35,14 @@ pub struct Jump {
     /// `bytes_acked` at the last look.
     acks_from: Option<(Duration, u64, Duration)>,
     acks_last: u64,
+    /// The rate the bytes being timed were paced at: the jump's, or the whole believed rate
+    /// for a flight sent before the handshake's last ACK.
+    timed_at: u64,
+    /// The whole believed rate, while the flight before the handshake's last ACK may still
+    /// bear it out (see [`Jump::new`]).
+    full: Option<u64>,
+    /// The socket's handshake was seen over: the jump proper is paced.
+    handshake_over: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,6 +69,11 @@ pub const ACK_RATE_SHORT: u64 = 2;
 /// ... while the smoothed RTT grew by at least this share of the time they were timed over
 /// (the link queued what was sent: it is slower than the sending, not the sending slow).
 pub const ACK_QUEUE_RISE: f64 = 0.25;
+/// A flight paced at the whole believed rate bears it out when its acknowledgements came at
+/// no less than this share of that rate: the link delivered that much. (The smoothed RTT
+/// says nothing here: it starts from the handshake's small segments and rises by 8-12 ms
+/// toward a full segment's RTT while the flight is acknowledged, at the link's rate on GEO.)
+pub const ACK_RATE_FULL: f64 = 0.75;
 
 /// What the satellite socket's pacing cap becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +81,12 @@ pub enum JumpAction {
     Keep,
     /// Pace at this rate (bytes/s).
     Pace(u64),
+    /// Pace at this higher rate (bytes/s), and restart the congestion control from its current
+    /// window so that it paces at it: BBR raises its own pacing rate during STARTUP only from
+    /// its bandwidth samples, and a Fast Open child's first samples span the wait for the
+    /// handshake's last ACK (120 KB/s on GEO). A raised cap alone left the jump at the half rate
+    /// it was lowered to at the handshake's end, for a whole round trip.
+    Raise(u64),
     /// The jump is over: the congestion control alone paces.
     Release,
     /// The jump is over and the congestion control starts over from its current window (see
@@ -92,8 +111,25 @@ pub struct JumpSample {
 
 impl Jump {
     /// The jump of a flow started with `plan` (`None` when the plan is the kernel's).
-    pub fn new(plan: &StartPlan, mss: u32) -> Option<Jump> {
+    ///
+    /// `before_handshake`: the satellite socket is a Fast Open child still waiting for its
+    /// handshake's last ACK, and already sending its answer. What it sends before that ACK is
+    /// bounded by the window of the peer's SYN (never scaled: at most 64 KB), so a jump on a
+    /// believed rate alone on its path paces that flight at the whole rate, not half: its
+    /// acknowledgements, timed as every first acknowledgements are, then bear the rate out
+    /// ([`ACK_RATE_FULL`]) and the jump proper goes on at it, or refute it. Until they do, the
+    /// jump proper is paced at half. On GEO that flight is acknowledged half a round trip
+    /// before the jump's own bytes arrive: a `LinkRate` that is right otherwise held a 1 MB
+    /// download at half the link for two round trips (1 s), 1.3 times the ideal time.
+    pub fn new(plan: &StartPlan, mss: u32, before_handshake: bool) -> Option<Jump> {
         let (segs, pacing) = (plan.init_cwnd?, plan.pacing?);
+        let ack_check = plan.busy == 0
+            && plan.young == 0
+            && matches!(plan.source, Source::Configured | Source::Stale);
+        // Configured and stale rates are paced at UNVALIDATED_SHARE of themselves.
+        let full = (ack_check && before_handshake)
+            .then(|| (pacing as f64 / UNVALIDATED_SHARE) as u64)
+            .filter(|&f| f > pacing);
         Some(Jump {
             window: segs as u64 * mss as u64,
             pacing,
@@ -103,16 +139,19 @@ impl Jump {
             retreated: false,
             refuted: None,
             partial: plan.busy > 0 || plan.young > 0 || plan.source != Source::Measured,
-            ack_check: plan.busy == 0
-                && plan.young == 0
-                && matches!(plan.source, Source::Configured | Source::Stale),
+            ack_check,
             acks_from: None,
             acks_last: 0,
+            timed_at: full.unwrap_or(pacing),
+            full,
+            handshake_over: false,
         })
     }
 
+    /// The pacing to set at connect: the whole believed rate for a flight before the
+    /// handshake's last ACK ([`Jump::new`]), else the jump's.
     pub fn pacing(&self) -> u64 {
-        self.pacing
+        self.full.unwrap_or(self.pacing)
     }
 
     pub fn done(&self) -> bool {
@@ -163,17 +202,41 @@ impl Jump {
             self.handshake_lost = s.lost;
             return JumpAction::Keep;
         }
+        // The handshake is over: the jump proper is paced at its unvalidated rate until the
+        // flight before it bore the whole rate out.
+        let paced_full = !std::mem::replace(&mut self.handshake_over, true) && self.full.is_some();
         let lost = s.lost.saturating_sub(self.handshake_lost);
         if s.bytes_acked > 0 && self.started.is_none() {
             self.started = Some(now);
         }
         let srtt = s.srtt.max(Duration::from_millis(1));
         if self.state == JumpState::Unvalidated && lost == 0 {
-            if let Some(rate) = self.acks_too_slow(now, s) {
-                self.refuted = Some(rate);
-                return self.retreat(now, srtt, rate);
+            match self.first_acks(now, s) {
+                FirstAcks::Slow(rate) => {
+                    self.full = None;
+                    self.refuted = Some(rate);
+                    return self.retreat(now, srtt, rate);
+                }
+                FirstAcks::Full => {
+                    if let Some(full) = self.full.take() {
+                        // Validated at the whole rate: nothing left for a restart to find.
+                        self.pacing = full;
+                        self.partial = false;
+                        return JumpAction::Raise(full);
+                    }
+                }
+                FirstAcks::Untold => {}
             }
         }
+        let action = self.validate(now, s, srtt, lost);
+        if paced_full && action == JumpAction::Keep {
+            return JumpAction::Pace(self.pacing);
+        }
+        action
+    }
+
+    /// The jump's validation, or its retreat on loss.
+    fn validate(&mut self, now: Duration, s: &JumpSample, srtt: Duration, lost: u32) -> JumpAction {
         match self.state {
             JumpState::Done => JumpAction::Keep,
             JumpState::Unvalidated if lost > 0 => self.retreat(now, srtt, s.delivery_rate),
@@ -213,33 +276,52 @@ impl Jump {
         JumpAction::Pace(rate)
     }
 
-    /// The rate (bytes/s) of the first acknowledgements when, timed long enough while they
-    /// kept coming, it was less than half the pacing.
-    fn acks_too_slow(&mut self, now: Duration, s: &JumpSample) -> Option<u64> {
+    /// What the first acknowledgements, timed long enough while they kept coming, say of the
+    /// rate their bytes were paced at.
+    fn first_acks(&mut self, now: Duration, s: &JumpSample) -> FirstAcks {
         if !self.ack_check || s.bytes_acked == 0 {
-            return None;
+            return FirstAcks::Untold;
         }
         let Some((from, acked, srtt)) = self.acks_from else {
             self.acks_from = Some((now, s.bytes_acked, s.srtt));
             self.acks_last = s.bytes_acked;
-            return None;
+            return FirstAcks::Untold;
         };
         if s.bytes_acked <= self.acks_last {
             // The stream paused: what was sent before it is all acknowledged, and the next
             // acknowledgements come a round trip later. Tested once, or not at all.
             self.ack_check = false;
-            return None;
+            self.full = None;
+            return FirstAcks::Untold;
         }
         self.acks_last = s.bytes_acked;
         let (time, bytes) = (now.saturating_sub(from), s.bytes_acked - acked);
         if time < ACK_RATE_TIME || bytes < ACK_RATE_BYTES {
-            return None;
+            return FirstAcks::Untold;
         }
         // Tested once: later acknowledgements are of the jump itself, which the loss rule and
         // the validation follow.
         self.ack_check = false;
         let rate = (bytes as f64 / time.as_secs_f64()) as u64;
         let queued = s.srtt.saturating_sub(srtt) >= time.mul_f64(ACK_QUEUE_RISE);
-        (rate < self.pacing / ACK_RATE_SHORT && queued).then_some(rate)
+        if rate < self.timed_at / ACK_RATE_SHORT && queued {
+            FirstAcks::Slow(rate)
+        } else if rate as f64 >= ACK_RATE_FULL * self.timed_at as f64 {
+            FirstAcks::Full
+        } else {
+            self.full = None;
+            FirstAcks::Untold
+        }
     }
+}
+
+/// What a jump's first acknowledgements said.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum FirstAcks {
+    /// Slower than half their pacing, and queueing: the rate (bytes/s) they came at.
+    Slow(u64),
+    /// At (nearly) their pacing.
+    Full,
+    /// Nothing (yet).
+    Untold,
 }

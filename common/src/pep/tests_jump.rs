@@ -33,7 +33,7 @@ fn a_jump() -> Jump {
         busy: 0,
         young: 0,
     };
-    Jump::new(&plan, MSS).unwrap()
+    Jump::new(&plan, MSS, false).unwrap()
 }
 
 #[test]
@@ -144,7 +144,7 @@ fn a_jump_below_the_paths_rate_restarts_the_cc_if_it_still_has_bytes_to_send() {
             busy,
             young,
         };
-        Jump::new(&plan, MSS).unwrap()
+        Jump::new(&plan, MSS, false).unwrap()
     };
     let shared = |busy, young| planned(busy, young, Source::Measured);
     let backlogged = JumpSample {
@@ -195,7 +195,7 @@ fn believed(source: Source, pacing: u64) -> Jump {
         busy: 0,
         young: 0,
     };
-    Jump::new(&plan, MSS).unwrap()
+    Jump::new(&plan, MSS, false).unwrap()
 }
 
 /// The look `after` the first acknowledgements were seen (1400 bytes, at 500 ms into a 500 ms
@@ -290,7 +290,7 @@ fn slow_first_acks_say_nothing_without_a_queue_or_when_measured_shared_or_short(
             busy,
             young,
         };
-        let mut j = Jump::new(&plan, MSS).unwrap();
+        let mut j = Jump::new(&plan, MSS, false).unwrap();
         assert!(looks(&mut j, slow, 100, 0.5)
             .iter()
             .all(|a| *a == JumpAction::Keep));
@@ -329,4 +329,119 @@ fn a_flight_acknowledged_before_the_timing_is_long_enough_says_nothing() {
         "the stream paused: not tested"
     );
     assert!(!j.retreated());
+}
+
+/// A Fast Open child's jump alone on its path, on a rate believed from `source` and paced at
+/// half of it (`pacing`), still waiting for its handshake's last ACK.
+fn before_handshake(source: Source, pacing: u64) -> Jump {
+    let plan = StartPlan {
+        init_cwnd: Some(2000),
+        pacing: Some(pacing),
+        source,
+        busy: 0,
+        young: 0,
+    };
+    let mut j = Jump::new(&plan, MSS, true).unwrap();
+    let hs = JumpSample {
+        handshake: true,
+        ..sample(0, 0, 0)
+    };
+    assert_eq!(j.on_sample(ms(0), &hs), JumpAction::Keep);
+    j
+}
+
+#[test]
+fn a_flight_before_the_handshake_paced_at_the_whole_rate_bears_it_out() {
+    // LinkRate right (1.25 MB/s): the answer's first 64 KB leave at the whole rate, the jump
+    // proper at half of it from the handshake's end, and at the whole rate once the first
+    // acknowledgements came at the link's rate without a queue.
+    for source in [Source::Configured, Source::Stale] {
+        let mut j = before_handshake(source, 625_000);
+        assert_eq!(j.pacing(), 1_250_000);
+        // The smoothed RTT rises from the handshake's sample (measured: 8-12 ms in 30 ms).
+        let acts = looks(&mut j, 1_180_000, 40, 0.3);
+        assert_eq!(acts[0], JumpAction::Pace(625_000), "{acts:?}");
+        assert!(
+            acts[1..3].iter().all(|a| *a == JumpAction::Keep),
+            "{acts:?}"
+        );
+        assert_eq!(acts[3], JumpAction::Raise(1_250_000), "{acts:?}");
+        assert!(acts[4..].iter().all(|a| *a == JumpAction::Keep), "{acts:?}");
+        assert!(!j.retreated() && j.refuted().is_none());
+        // Validated at the whole rate: released, not restarted.
+        let (now, s) = acks(1_180_000, ms(1000), 0.0);
+        let backlogged = JumpSample {
+            backlogged: true,
+            ..s
+        };
+        assert_eq!(j.on_sample(now, &backlogged), JumpAction::Release);
+    }
+}
+
+#[test]
+fn a_flight_before_the_handshake_refutes_a_rate_ten_times_the_link() {
+    // LinkRate ten times the link: the flight at 12.5 MB/s, acknowledged at 1.25 MB/s while
+    // the RTT grows; the retreat is as for any jump (floor: a quarter of the jump's pacing).
+    let mut j = before_handshake(Source::Configured, 6_250_000);
+    assert_eq!(j.pacing(), 12_500_000);
+    let acts = looks(&mut j, 1_250_000, 30, 0.5);
+    assert_eq!(acts[0], JumpAction::Pace(6_250_000), "{acts:?}");
+    assert_eq!(
+        acts[3],
+        JumpAction::Pace(6_250_000 / RETREAT_FLOOR),
+        "{acts:?}"
+    );
+    assert!(j.retreated());
+    assert!(j.refuted().is_some_and(|r| r.abs_diff(1_250_000) < 1000));
+}
+
+#[test]
+fn a_flight_before_the_handshake_that_says_less_leaves_the_jump_at_half() {
+    // Acknowledged at 60 % of the whole rate, or at 70 % with a queue growing: the jump stays
+    // at half, and its validation restarts the congestion control as before.
+    for (rate, rise) in [(750_000, 0.0), (875_000, 0.3)] {
+        let mut j = before_handshake(Source::Configured, 625_000);
+        let acts = looks(&mut j, rate, 100, rise);
+        assert_eq!(acts[0], JumpAction::Pace(625_000), "{acts:?}");
+        assert!(acts[1..].iter().all(|a| *a == JumpAction::Keep), "{acts:?}");
+        assert!(!j.retreated());
+        let (now, s) = acks(rate, ms(1000), 0.0);
+        let backlogged = JumpSample {
+            backlogged: true,
+            ..s
+        };
+        assert_eq!(j.on_sample(now, &backlogged), JumpAction::Restart);
+    }
+    // A flight acknowledged before it could be timed: the jump proper at half all the same.
+    let mut j = before_handshake(Source::Configured, 625_000);
+    let at = |acked: u64| JumpSample {
+        srtt: ms(500),
+        ..sample(acked, 0, 0)
+    };
+    assert_eq!(j.on_sample(ms(500), &at(0)), JumpAction::Pace(625_000));
+    assert_eq!(j.on_sample(ms(510), &at(65_000)), JumpAction::Keep);
+    assert_eq!(j.on_sample(ms(520), &at(65_000)), JumpAction::Keep);
+    assert_eq!(j.on_sample(ms(600), &at(200_000)), JumpAction::Keep);
+}
+
+#[test]
+fn only_a_believed_rate_alone_on_its_path_paces_the_flight_at_the_whole_rate() {
+    let plan = |source, busy, young| StartPlan {
+        init_cwnd: Some(2000),
+        pacing: Some(625_000),
+        source,
+        busy,
+        young,
+    };
+    for p in [
+        plan(Source::Measured, 0, 0),
+        plan(Source::Configured, 1, 0),
+        plan(Source::Stale, 0, 1),
+    ] {
+        let j = Jump::new(&p, MSS, true).unwrap();
+        assert_eq!(j.pacing(), 625_000, "{p:?}");
+    }
+    // Nor a socket whose handshake was over at connect.
+    let j = Jump::new(&plan(Source::Configured, 0, 0), MSS, false).unwrap();
+    assert_eq!(j.pacing(), 625_000);
 }

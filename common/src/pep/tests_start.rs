@@ -54,7 +54,7 @@ fn nothing_measured_nor_configured_is_the_kernels_default() {
     let p = s.plan(&0, ms(1000));
     assert_eq!(p.source, Source::Default);
     assert_eq!((p.init_cwnd, p.pacing), (None, None));
-    assert!(Jump::new(&p, MSS).is_none());
+    assert!(Jump::new(&p, MSS, false).is_none());
 }
 
 #[test]

@@ -145,8 +145,11 @@ impl FlowStart {
         let path = PathKey::of(&shared.plan().tenants, client)?;
         let now = shared.clock.now();
         let plan = lock(starts).plan(&path, now);
-        let mss = info(sat).map_or(0, |i| i.snd_mss).max(536);
-        let mut jump = Jump::new(&plan, mss);
+        let i = info(sat);
+        let mss = i.as_ref().map_or(0, |i| i.snd_mss).max(536);
+        // A Fast Open child already sending before its handshake's last ACK.
+        let before_handshake = i.as_ref().is_some_and(TcpInfo::syn_recv);
+        let mut jump = Jump::new(&plan, mss, before_handshake);
         if let Some(j) = &jump {
             if let Err(e) = sys::set_max_pacing_rate(sat.as_fd(), Some(j.pacing())) {
                 tracing::warn!("SO_MAX_PACING_RATE {}: {e}", j.pacing());
@@ -263,7 +266,7 @@ impl FlowStart {
         tracing::trace!(?s, ?action, "jump sample");
         let rate = match action {
             JumpAction::Keep => return,
-            JumpAction::Pace(r) => Some(r),
+            JumpAction::Pace(r) | JumpAction::Raise(r) => Some(r),
             JumpAction::Release | JumpAction::Restart => None,
         };
         tracing::debug!(pacing = ?rate, acked = s.bytes_acked, lost = s.lost, ?action, "jump");
@@ -272,7 +275,8 @@ impl FlowStart {
         }
         // Only BBR learns its bandwidth from the paced jump (and a name that could not be read
         // must not leave the socket on reno).
-        if action == JumpAction::Restart && congestion_name(sat) == BBR {
+        let restart = matches!(action, JumpAction::Restart | JumpAction::Raise(_));
+        if restart && congestion_name(sat) == BBR {
             if let Err(e) = restart_congestion(sat, BBR) {
                 tracing::error!("restarting BBR on the satellite segment: {e}");
             }
