@@ -186,16 +186,31 @@ fn a_jump_below_the_paths_rate_restarts_the_cc_if_it_still_has_bytes_to_send() {
     assert_eq!(j.on_sample(ms(1600), &lost), JumpAction::Release);
 }
 
-/// A jump alone on its path, paced at `pacing` bytes/s believed from `source`.
-fn believed(source: Source, pacing: u64) -> Jump {
-    let plan = StartPlan {
+/// The plan of a flow alone on its path, paced at `pacing` bytes/s from `source`.
+fn alone(source: Source, pacing: u64) -> StartPlan {
+    StartPlan {
         init_cwnd: Some(2000),
         pacing: Some(pacing),
         source,
         busy: 0,
         young: 0,
+    }
+}
+
+/// A jump alone on its path, paced at `pacing` bytes/s believed from `source`.
+fn believed(source: Source, pacing: u64) -> Jump {
+    Jump::new(&alone(source, pacing), MSS, false).unwrap()
+}
+
+/// What the jump does when its validation comes (1 s after the first acknowledgements, at
+/// `rate`) with bytes still waiting for the satellite socket.
+fn validated_backlogged(j: &mut Jump, rate: u64) -> JumpAction {
+    let (now, s) = acks(rate, ms(1000), 0.0);
+    let backlogged = JumpSample {
+        backlogged: true,
+        ..s
     };
-    Jump::new(&plan, MSS, false).unwrap()
+    j.on_sample(now, &backlogged)
 }
 
 /// The look `after` the first acknowledgements were seen (1400 bytes, at 500 ms into a 500 ms
@@ -257,12 +272,7 @@ fn a_believed_rate_that_its_first_acks_bear_out_jumps_on() {
         // Tested once: later slow acknowledgements are the loss rule's.
         let (now, s) = acks(100_000, ms(300), 0.5);
         assert_eq!(j.on_sample(now, &s), JumpAction::Keep);
-        let (now, s) = acks(rate, ms(1000), 0.0);
-        let backlogged = JumpSample {
-            backlogged: true,
-            ..s
-        };
-        assert_eq!(j.on_sample(now, &backlogged), JumpAction::Restart);
+        assert_eq!(validated_backlogged(&mut j, rate), JumpAction::Restart);
     }
 }
 
@@ -334,14 +344,7 @@ fn a_flight_acknowledged_before_the_timing_is_long_enough_says_nothing() {
 /// A Fast Open child's jump alone on its path, on a rate believed from `source` and paced at
 /// half of it (`pacing`), still waiting for its handshake's last ACK.
 fn before_handshake(source: Source, pacing: u64) -> Jump {
-    let plan = StartPlan {
-        init_cwnd: Some(2000),
-        pacing: Some(pacing),
-        source,
-        busy: 0,
-        young: 0,
-    };
-    let mut j = Jump::new(&plan, MSS, true).unwrap();
+    let mut j = Jump::new(&alone(source, pacing), MSS, true).unwrap();
     let hs = JumpSample {
         handshake: true,
         ..sample(0, 0, 0)
@@ -369,12 +372,7 @@ fn a_flight_before_the_handshake_paced_at_the_whole_rate_bears_it_out() {
         assert!(acts[4..].iter().all(|a| *a == JumpAction::Keep), "{acts:?}");
         assert!(!j.retreated() && j.refuted().is_none());
         // Validated at the whole rate: released, not restarted.
-        let (now, s) = acks(1_180_000, ms(1000), 0.0);
-        let backlogged = JumpSample {
-            backlogged: true,
-            ..s
-        };
-        assert_eq!(j.on_sample(now, &backlogged), JumpAction::Release);
+        assert_eq!(validated_backlogged(&mut j, 1_180_000), JumpAction::Release);
     }
 }
 
@@ -405,12 +403,7 @@ fn a_flight_before_the_handshake_that_says_less_leaves_the_jump_at_half() {
         assert_eq!(acts[0], JumpAction::Pace(625_000), "{acts:?}");
         assert!(acts[1..].iter().all(|a| *a == JumpAction::Keep), "{acts:?}");
         assert!(!j.retreated());
-        let (now, s) = acks(rate, ms(1000), 0.0);
-        let backlogged = JumpSample {
-            backlogged: true,
-            ..s
-        };
-        assert_eq!(j.on_sample(now, &backlogged), JumpAction::Restart);
+        assert_eq!(validated_backlogged(&mut j, rate), JumpAction::Restart);
     }
     // A flight acknowledged before it could be timed: the jump proper at half all the same.
     let mut j = before_handshake(Source::Configured, 625_000);
@@ -427,11 +420,9 @@ fn a_flight_before_the_handshake_that_says_less_leaves_the_jump_at_half() {
 #[test]
 fn only_a_believed_rate_alone_on_its_path_paces_the_flight_at_the_whole_rate() {
     let plan = |source, busy, young| StartPlan {
-        init_cwnd: Some(2000),
-        pacing: Some(625_000),
-        source,
         busy,
         young,
+        ..alone(source, 625_000)
     };
     for p in [
         plan(Source::Measured, 0, 0),
