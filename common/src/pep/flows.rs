@@ -49,6 +49,8 @@ pub struct FlowRecord {
     pub control: Option<ControlRecord>,
     /// How the satellite segment started (careful resume), when it is on.
     pub start: Option<crate::pep::StartPlan>,
+    /// The pacing cap (bytes/s) of its jump while the jump lasts (`pep::jump`).
+    pub jump_pacing: Option<u64>,
     /// The satellite link the flow shares (its peer at the POP) and whether it moved bytes in
     /// its last period: its buffers' share ([`super::buffers`]).
     pub link: LinkId,
@@ -224,6 +226,7 @@ impl FlowTable {
                 terrestrial: None,
                 control: None,
                 start: None,
+                jump_pacing: None,
                 link,
                 active: true,
             },

@@ -34,6 +34,10 @@ pub struct FlowMetrics {
     /// and how many flows of its path were busy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<crate::pep::StartPlan>,
+    /// The pacing cap of its jump (bytes/s) while the jump lasts: the plan's, then what its
+    /// validation or retreat set (`pep::jump`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jump_pacing: Option<u64>,
 }
 
 /// The whole PEP of one daemon.
@@ -138,6 +142,7 @@ impl PepMetrics {
                 terrestrial: r.terrestrial.clone(),
                 control: r.control.clone(),
                 start: r.start,
+                jump_pacing: r.jump_pacing,
             })
             .collect();
         let live_up: u64 = flows.iter().map(|f| f.bytes_up).sum();

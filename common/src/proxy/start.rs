@@ -157,9 +157,11 @@ impl FlowStart {
             }
         }
         tracing::debug!(?path, source = ?plan.source, init_cwnd = ?plan.init_cwnd, pacing = ?plan.pacing, "start");
+        let jump_pacing = jump.as_ref().map(Jump::pacing);
         shared.table(|t| {
             if let Some(r) = t.record_mut(id) {
                 r.start = Some(plan);
+                r.jump_pacing = jump_pacing;
             }
         });
         Some(FlowStart {
@@ -231,7 +233,7 @@ impl FlowStart {
         };
         let Some(cap) = cap else {
             if let Some(i) = &i {
-                self.jump_tick(sat, i, waiting, now);
+                self.jump_tick(shared, sat, i, waiting, now);
             }
             return;
         };
@@ -250,7 +252,14 @@ impl FlowStart {
     }
 
     /// Validates or retreats the jump.
-    fn jump_tick(&mut self, sat: &socket2::Socket, i: &TcpInfo, backlogged: bool, now: Duration) {
+    fn jump_tick(
+        &mut self,
+        shared: &Shared,
+        sat: &socket2::Socket,
+        i: &TcpInfo,
+        backlogged: bool,
+        now: Duration,
+    ) {
         let Some(j) = self.jump.as_mut() else {
             return;
         };
@@ -273,6 +282,11 @@ impl FlowStart {
         if let Err(e) = sys::set_max_pacing_rate(sat.as_fd(), rate) {
             tracing::warn!("SO_MAX_PACING_RATE: {e}");
         }
+        shared.table(|t| {
+            if let Some(r) = t.record_mut(self.id) {
+                r.jump_pacing = rate;
+            }
+        });
         // Only BBR learns its bandwidth from the paced jump (and a name that could not be read
         // must not leave the socket on reno).
         let restart = matches!(action, JumpAction::Restart | JumpAction::Raise(_));
