@@ -108,27 +108,33 @@ fn first_round(segs: &[(f64, u64)]) -> (usize, u64) {
     (round.len(), burst)
 }
 
-/// The POP's `show --json` records of the live flow to `port`, sampled every 100 ms while
-/// `work` runs.
-fn with_flow<R: Send>(b: &Bed, port: u16, work: impl FnOnce() -> R + Send) -> (R, Vec<Value>) {
-    sampled(Duration::from_millis(100), work, || {
+/// The POP's `show --json` records of the live flow to `port`, sampled every `every` while
+/// `work` runs, each with its wall-clock time (UNIX seconds, as a capture's).
+fn with_flow<R: Send>(
+    b: &Bed,
+    port: u16,
+    every: Duration,
+    work: impl FnOnce() -> R + Send,
+) -> (R, Vec<(f64, Value)>) {
+    sampled(every, work, || {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs_f64();
         let p = b.pop.pep(&b.topo);
-        p["flows"].as_array().and_then(|fs| {
-            fs.iter()
-                .find(|f| {
-                    f["server"]
-                        .as_str()
-                        .is_some_and(|s| s.ends_with(&format!(":{port}")))
-                })
-                .cloned()
-        })
+        let f = p["flows"].as_array()?.iter().find(|f| {
+            f["server"]
+                .as_str()
+                .is_some_and(|s| s.ends_with(&format!(":{port}")))
+        })?;
+        Some((now, f.clone()))
     })
 }
 
 /// The POP's start plans of live flows to `port`, sampled while `work` runs.
 fn with_starts<R: Send>(b: &Bed, port: u16, work: impl FnOnce() -> R + Send) -> (R, Vec<Value>) {
-    let (r, seen) = with_flow(b, port, work);
-    let starts = seen.into_iter().map(|f| f["start"].clone());
+    let (r, seen) = with_flow(b, port, Duration::from_millis(100), work);
+    let starts = seen.into_iter().map(|(_, f)| f["start"].clone());
     (r, starts.filter(|s| !s.is_null()).collect())
 }
 
@@ -208,22 +214,9 @@ fn a_configured_rate_that_the_fast_open_flight_bears_out_is_sent_at_in_full() {
     let (mut dump, pcap) = capture(&b.topo, 5541);
     // Client-first, as a web answer: the request crosses with the box's SYN. The flow's record
     // is sampled with its wall-clock time, to set beside the capture's.
-    let ((first, t), seen) = sampled(
-        Duration::from_millis(20),
-        || exchange(&b.topo, 5541, MB, Duration::ZERO),
-        || {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()?
-                .as_secs_f64();
-            let p = b.pop.pep(&b.topo);
-            let f = p["flows"]
-                .as_array()?
-                .iter()
-                .find(|f| f["server"].as_str().is_some_and(|s| s.ends_with(":5541")))?;
-            Some((now, f.clone()))
-        },
-    );
+    let ((first, t), seen) = with_flow(&b, 5541, Duration::from_millis(20), || {
+        exchange(&b.topo, 5541, MB, Duration::ZERO)
+    });
     dump.stop();
     let start = seen
         .iter()
