@@ -140,19 +140,6 @@ fn backlog(topo: &Topology, node: Node, fam: &str, port: u16) -> u64 {
     line.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 
-/// `TcpExt` counter `name` in `node`.
-fn tcp_ext(topo: &Topology, node: Node, name: &str) -> u64 {
-    let t = topo.sh(node, "cat /proc/net/netstat").unwrap();
-    let mut lines = t.lines().filter(|l| l.starts_with("TcpExt:"));
-    let (names, values) = (lines.next().unwrap(), lines.next().unwrap());
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .find(|(n, _)| *n == name)
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0)
-}
-
 fn nft_json(topo: &Topology, what: &[&str]) -> Value {
     let mut args = vec!["nft", "-j", "list"];
     args.extend(what);
@@ -224,7 +211,10 @@ fn a_syn_flood_from_the_lan_leaves_old_and_new_flows_split_and_memory_bounded() 
     let pid = bx.proc.pid().unwrap();
     let (rss0, _) = rss_kib(pid);
     let accepted0 = bx.pep(&topo)["accepted"].as_u64().unwrap();
-    let cookies0 = tcp_ext(&topo, Node::Box, "SyncookiesSent");
+    let cookies0 = topo
+        .tcp_ext(Node::Box, "SyncookiesSent")
+        .expect("netstat")
+        .expect("SyncookiesSent");
     let old = start_stream_paced(
         &topo,
         sa(&format!("{}:7800", addr::SRV)),
@@ -258,7 +248,11 @@ fn a_syn_flood_from_the_lan_leaves_old_and_new_flows_split_and_memory_bounded() 
     let set_full = counter(&topo, &table, SYN_SET_FULL_COUNTER);
 
     let (rss, _) = rss_kib(pid);
-    let cookies = tcp_ext(&topo, Node::Box, "SyncookiesSent") - cookies0;
+    let cookies = topo
+        .tcp_ext(Node::Box, "SyncookiesSent")
+        .expect("netstat")
+        .expect("SyncookiesSent")
+        - cookies0;
     let (backlog4, backlog6) = (
         backlog(&topo, Node::Box, "-4", port),
         backlog(&topo, Node::Box, "-6", port),

@@ -18,28 +18,12 @@ use std::time::Duration;
 
 use common::*;
 use sp::*;
-use starpep_tests::{addr, require_root, Node, Topology};
+use starpep_tests::{addr, require_root, Node};
 
 /// geo's round trip.
 const RTT: f64 = 0.5;
 /// Over the kernel's initial window (10 segments), within the SYN's unscaled window.
 const RESPONSE: usize = 48_000;
-
-/// `TcpExt: NAME` of a namespace (`/proc/net/netstat` is per namespace).
-fn tcp_ext(topo: &Topology, node: Node, name: &str) -> u64 {
-    let s = topo
-        .run_ok(node, &["cat", "/proc/net/netstat"])
-        .expect("netstat");
-    let lines: Vec<&str> = s.lines().filter(|l| l.starts_with("TcpExt:")).collect();
-    let [names, values] = lines[..] else {
-        panic!("no TcpExt in {s}")
-    };
-    let i = names
-        .split_whitespace()
-        .position(|n| n == name)
-        .unwrap_or_else(|| panic!("{name} not in {names}"));
-    values.split_whitespace().nth(i).unwrap().parse().unwrap()
-}
 
 /// A client busy elsewhere (a browser opening 20 connections at once was measured here
 /// writing 10-35 ms after its handshakes): on GEO the box still waits for it.
@@ -67,8 +51,14 @@ fn measure(b: &Bed, base_port: u16) -> (f64, f64, f64, u64, u64) {
         first,
         last,
         late,
-        tcp_ext(&b.topo, Node::Box, "TCPFastOpenActive"),
-        tcp_ext(&b.topo, Node::Pop, "TCPFastOpenPassive"),
+        b.topo
+            .tcp_ext(Node::Box, "TCPFastOpenActive")
+            .expect("netstat")
+            .expect("TCPFastOpenActive"),
+        b.topo
+            .tcp_ext(Node::Pop, "TCPFastOpenPassive")
+            .expect("netstat")
+            .expect("TCPFastOpenPassive"),
     )
 }
 

@@ -28,6 +28,10 @@ const POP_TUN: &str = "pop-pep";
 /// timestamps): the capture has no offload, so every data packet is at most this.
 const SAT_MSS: u64 = 1368;
 
+/// The POP namespace's counters of a receive queue over its buffer: the kernel pruned it (and
+/// collapsed segments to fit), or dropped what arrived.
+const SQUEEZE_COUNTERS: [&str; 3] = ["PruneCalled", "TCPRcvCollapsed", "TCPRcvQDrop"];
+
 fn ideal(bytes: usize) -> f64 {
     bytes as f64 * 8.0 / LINK_BPS + 2.0 * RTT
 }
@@ -211,6 +215,9 @@ fn a_configured_rate_that_the_fast_open_flight_bears_out_is_sent_at_in_full() {
             &["ping", "-c", "1", "-W", "5", &addr::SRV.to_string()],
         )
         .expect("ping through the tunnel");
+    let squeezed =
+        || SQUEEZE_COUNTERS.map(|c| b.topo.tcp_ext(Node::Pop, c).expect("netstat").unwrap_or(0));
+    let squeezed0 = squeezed();
     let (mut dump, pcap) = capture(&b.topo, 5541);
     // Client-first, as a web answer: the request crosses with the box's SYN. The flow's record
     // is sampled with its wall-clock time, to set beside the capture's.
@@ -218,6 +225,10 @@ fn a_configured_rate_that_the_fast_open_flight_bears_out_is_sent_at_in_full() {
         exchange(&b.topo, 5541, MB, Duration::ZERO)
     });
     dump.stop();
+    let squeezes: Vec<(&str, u64)> = SQUEEZE_COUNTERS
+        .into_iter()
+        .zip(squeezed().into_iter().zip(squeezed0).map(|(a, b)| a - b))
+        .collect();
     let start = seen
         .iter()
         .map(|(_, f)| &f["start"])
@@ -260,12 +271,18 @@ fn a_configured_rate_that_the_fast_open_flight_bears_out_is_sent_at_in_full() {
         "the jump's pacing cap from 100 to 450 ms after the handshake: {paced:?}, not the whole rate {}",
         2 * half
     );
-    // About 2.0-2.2 s here. The bytes sent also need the server to keep supplying them: in
-    // about one run in four here the PEP's receive buffer dropped what the server kept sending
-    // during the handshake and closed its window, the server waited 0.45 s for its
-    // retransmission timer, and the answer took 2.37 s (docs/pep.md, "A start stall on the
-    // server's side"). The build before took 2.43 s: this bound catches a collapse, the cap
-    // above the change.
+    // The server's answer queues in the sender-facing socket while the satellite handshake
+    // lasts. Before 2026-12-07 the PEP could then lower that socket's buffer below what the
+    // kernel had already let the server send (in about one run in four here, the same build
+    // failing this assertion in one of four): the kernel pruned the queue and dropped what
+    // kept arriving, closed the window, and the server waited 0.45 s for its retransmission
+    // timer (docs/pep.md, "A start stall on the server's side").
+    assert!(
+        squeezes.iter().all(|(_, n)| *n == 0),
+        "the PEP squeezed a receive buffer below what it had let its sender send: {squeezes:?}"
+    );
+    // About 2.0 s here (2.37 s with the stall above). The build before the upward validation
+    // took 2.43 s: this bound catches a collapse, the cap above the change.
     assert!(
         t <= 1.5 * ideal(MB),
         "1 MB took {t:.2} s, ideal {:.2} s",

@@ -134,6 +134,17 @@ fn moved(last: Option<u32>, new: u32) -> bool {
     last.is_none_or(|l| hysteresis::moved(l.into(), new.into()))
 }
 
+/// The sender-facing socket's `SO_RCVBUF` (the value set; the kernel doubles it): `want`, but a
+/// lowering stops at `floor` (what the kernel already let the sender send, in the same units).
+/// `current` is the buffer as it is: the last value set, else the kernel's own (autotuned), so
+/// the first lowering keeps the floor too.
+fn receive_buffer(want: u32, floor: u32, current: Option<u32>) -> u32 {
+    match current {
+        Some(last) if want < last => want.max(floor).min(last),
+        _ => want,
+    }
+}
+
 /// One controlled flow.
 pub struct FlowControl {
     ctl: Controller,
@@ -332,18 +343,29 @@ impl FlowControl {
             let want = (((rb as f64 + w as f64) * self.recv_overhead / 2.0) as u32).max(MIN_RCVBUF);
             // Lowering it below what the kernel already let the sender send would drop those
             // segments (and a 200 ms RTO would stall the sender): the buffer never goes below
-            // what is queued plus the window last advertised.
-            // (The sender saw at most the window we last applied: the kernel's own may be
-            // larger under the eBPF rewrite.)
+            // what is queued plus the window last advertised. The sender saw at most the
+            // window we last applied beyond the last ACK: under the eBPF rewrite the kernel's
+            // own window is larger, but `tcp_shrink_window = 1` (`netcfg.rs`) makes its right
+            // edge follow the buffer. Before any application (the first one), the window the
+            // handshake's ACK granted.
             let seen = up.rcv_wnd.unwrap_or(0).min(self.window.unwrap_or(u32::MAX));
             let promised =
                 mem.map_or(0, |m| m.rmem_alloc) as f64 + seen as f64 * self.recv_overhead;
             let floor = (promised / 2.0) as u32;
-            let rb = match self.rcv_buf {
-                Some(last) if want < last => want.max(floor).min(last),
-                _ => want,
-            };
+            let current = self.rcv_buf.or(mem.map(|m| m.rcvbuf / 2));
+            let rb = receive_buffer(want, floor, current);
             if moved(self.rcv_buf, rb) {
+                tracing::trace!(
+                    rb,
+                    want,
+                    floor,
+                    rmem = mem.map_or(0, |m| m.rmem_alloc),
+                    rcv_wnd = up.rcv_wnd,
+                    received = up.bytes_received,
+                    w,
+                    overhead = self.recv_overhead,
+                    "receive buffer"
+                );
                 setsockopt(&sender.as_fd(), sockopt::RcvBufForce, &(rb as usize))
                     .map_err(|e| ProxyError::sys(format!("SO_RCVBUFFORCE {rb}"), e.into()))?;
                 self.rcv_buf = Some(rb);
@@ -381,5 +403,31 @@ impl FlowControl {
         if let Some(b) = &self.backend {
             b.release(&self.controlled(s));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::receive_buffer;
+
+    #[test]
+    fn a_lowering_stops_at_what_the_sender_was_let_send() {
+        assert_eq!(receive_buffer(20_000, 37_000, Some(65_536)), 37_000);
+        assert_eq!(receive_buffer(40_000, 37_000, Some(65_536)), 40_000);
+    }
+
+    #[test]
+    fn the_first_lowering_from_the_kernels_own_buffer_keeps_the_floor() {
+        // The handshake granted 64 KB and the server's answer is arriving: the kernel's buffer
+        // stays until the floor lets it go.
+        assert_eq!(receive_buffer(16_384, 129_024, Some(65_536)), 65_536);
+        assert_eq!(receive_buffer(16_384, 0, Some(65_536)), 16_384);
+    }
+
+    #[test]
+    fn a_raise_is_never_held_back_by_the_floor() {
+        assert_eq!(receive_buffer(90_000, 10_000, Some(65_536)), 90_000);
+        assert_eq!(receive_buffer(90_000, 200_000, None), 90_000);
+        assert_eq!(receive_buffer(10_000, 200_000, None), 10_000);
     }
 }

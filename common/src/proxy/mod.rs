@@ -154,7 +154,12 @@ impl Pep {
             .filter(|sp| sp.apply)
             .map(|sp| select_backend(sp, &plan))
             .transpose()?;
-        let shrink = window.as_ref().is_some_and(|w| w.name() == "clamp");
+        // Both back-ends need the kernel's own window to shrink with the buffer: the clamp so
+        // that a lower clamp takes effect on the next ACK; the eBPF rewrite because it grants
+        // W beyond every ACK, so the sender fills the kernel's whole right edge, and an edge
+        // made under a larger buffer would be filled past the buffer (pruned and dropped: the
+        // start stall in docs/pep.md).
+        let shrink = window.is_some();
         let net = {
             let plan = plan.clone();
             tokio::task::spawn_blocking(move || NetCfg::apply(&plan, shrink))

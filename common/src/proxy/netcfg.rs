@@ -197,8 +197,9 @@ pub fn remove_stale(table: &str) -> UndoFile {
 
 impl NetCfg {
     /// Sets everything up for `plan`; on failure what was done is undone before returning.
-    /// `shrink_window`: the StarPEP socket clamp is in use, so `net.ipv4.tcp_shrink_window = 1`
-    /// lets a lower clamp take effect on the next ACK (restored at teardown).
+    /// `shrink_window`: StarPEP applies windows, so `net.ipv4.tcp_shrink_window = 1` lets the
+    /// kernel's own window follow a lowered buffer or clamp on the next ACK (restored at
+    /// teardown).
     pub fn apply(plan: &Plan, shrink_window: bool) -> Result<NetCfg, ProxyError> {
         let mut n = NetCfg {
             table: plan.table.clone(),

@@ -9,6 +9,7 @@
 pub mod addr;
 mod cleanup;
 pub mod netns;
+pub mod netstat;
 mod proc;
 mod spec;
 pub mod star;
@@ -143,6 +144,13 @@ impl Topology {
     /// Runs a shell script (`sh -c`) inside `node`; its stdout or an error with its stderr.
     pub fn sh(&self, node: Node, script: &str) -> Result<String, TopoError> {
         self.run_ok(node, &["sh", "-c", script])
+    }
+
+    /// `node`'s `TcpExt` counter `name` (`/proc/net/netstat` is per namespace); `None` if this
+    /// kernel has no such counter.
+    pub fn tcp_ext(&self, node: Node, name: &str) -> Result<Option<u64>, TopoError> {
+        let text = self.run_ok(node, &["cat", "/proc/net/netstat"])?;
+        Ok(netstat::tcp_ext(&text, name))
     }
 
     /// Starts a long-running process inside `node`; its output goes to `tmpdir/<label>.log`.
