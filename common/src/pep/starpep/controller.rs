@@ -360,9 +360,15 @@ impl Controller {
             (Some(m), Some(c)) if !self.rate.filled() && !self.lost_in_startup => Some(m.max(c)),
             (m, c) => m.or(c),
         };
-        let up_rtt = self
-            .up_rtt
-            .on_sample(now, s.up.and_then(|u| rtt_up(u.rcv_rtt_us, u.rtt_us)));
+        // Outside the steady state the window swings (4 MSS, then a ramp back) and the
+        // kernel's samples time the swing, not the path: 11.3 ms was taken in a probe on a
+        // 20 ms path and, as the minimum, held the sender at about half the link for the next
+        // 10 s. The settling after a window change (`UpRtt::on_window`) is shorter than a
+        // probe. So those phases give a sample only to a flow that has none yet.
+        let up_sample =
+            s.up.and_then(|u| rtt_up(u.rcv_rtt_us, u.rtt_us))
+                .filter(|_| ph.phase == Phase::Steady || self.up_rtt.get().is_none());
+        let up_rtt = self.up_rtt.on_sample(now, up_sample);
         let (Some(r), Some(rtt)) = (r, up_rtt) else {
             self.last_window = None;
             return Decision {

@@ -371,6 +371,11 @@ impl UpRtt {
         self.min.map(|(m, _)| m)
     }
 
+    /// The filtered `RTT_up`, if any sample was taken.
+    pub fn get(&self) -> Option<Duration> {
+        self.min.map(|(m, _)| m)
+    }
+
     /// The window advertised at `now` (`mss`: the segment size it is counted in): a change of
     /// more than [`STEP`] starts a settling time.
     pub fn on_window(&mut self, now: Duration, window: u32, mss: u32) {

@@ -466,6 +466,37 @@ fn phases_shape_the_window() {
 }
 
 #[test]
+fn rtt_up_samples_of_the_reconfiguration_phases_are_left_out() {
+    let low = |rcv_rtt_us| {
+        let mut s = samples(0);
+        s.up.as_mut().unwrap().rcv_rtt_us = rcv_rtt_us;
+        s
+    };
+    let mut c = Controller::new(starlink(), ms(T - 3000));
+    for t in (T - 3000..T - 100).step_by(5) {
+        c.on_samples(ms(t), &samples(0));
+    }
+    // Guard, probe and recover time the window's swing: 11.3 ms on this 20 ms path.
+    for t in (T - 100..T + 500).step_by(5) {
+        c.on_samples(ms(t), &low(11_300));
+    }
+    let d = c.on_samples(ms(T + 500), &samples(0));
+    assert_eq!((d.phase, d.rtt_up), (Phase::Steady, ms(20)));
+    // A lower sample in the steady state, once the ramp's window settled, is the path's.
+    let d = c.on_samples(ms(T + 1500), &low(15_000));
+    assert_eq!(d.rtt_up, ms(15));
+    // A flow that starts inside a probe takes its first sample there.
+    let mut c = Controller::new(starlink(), ms(T + 50));
+    let d = c.on_samples(ms(T + 50), &low(11_300));
+    assert_eq!(
+        (d.phase, d.rtt_up),
+        (Phase::Probe, Duration::from_micros(11_300))
+    );
+    let d = c.on_samples(ms(T + 55), &low(9_000));
+    assert_eq!(d.rtt_up, Duration::from_micros(11_300));
+}
+
+#[test]
 fn deadlines_follow_the_period_and_the_phase_boundaries() {
     let mut c = Controller::new(starlink(), ms(T - 3000));
     c.on_samples(ms(T - 3000), &samples(0));
