@@ -368,7 +368,7 @@ impl UpRtt {
                 self.min = Some((s, now));
             }
         }
-        self.min.map(|(m, _)| m)
+        self.get()
     }
 
     /// The filtered `RTT_up`, if any sample was taken.
