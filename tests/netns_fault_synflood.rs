@@ -211,10 +211,7 @@ fn a_syn_flood_from_the_lan_leaves_old_and_new_flows_split_and_memory_bounded() 
     let pid = bx.proc.pid().unwrap();
     let (rss0, _) = rss_kib(pid);
     let accepted0 = bx.pep(&topo)["accepted"].as_u64().unwrap();
-    let cookies0 = topo
-        .tcp_ext(Node::Box, "SyncookiesSent")
-        .expect("netstat")
-        .expect("SyncookiesSent");
+    let cookies0 = topo.tcp_ext(Node::Box, "SyncookiesSent").expect("netstat");
     let old = start_stream_paced(
         &topo,
         sa(&format!("{}:7800", addr::SRV)),
@@ -248,11 +245,7 @@ fn a_syn_flood_from_the_lan_leaves_old_and_new_flows_split_and_memory_bounded() 
     let set_full = counter(&topo, &table, SYN_SET_FULL_COUNTER);
 
     let (rss, _) = rss_kib(pid);
-    let cookies = topo
-        .tcp_ext(Node::Box, "SyncookiesSent")
-        .expect("netstat")
-        .expect("SyncookiesSent")
-        - cookies0;
+    let cookies = topo.tcp_ext(Node::Box, "SyncookiesSent").expect("netstat") - cookies0;
     let (backlog4, backlog6) = (
         backlog(&topo, Node::Box, "-4", port),
         backlog(&topo, Node::Box, "-6", port),

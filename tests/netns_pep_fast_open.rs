@@ -53,12 +53,10 @@ fn measure(b: &Bed, base_port: u16) -> (f64, f64, f64, u64, u64) {
         late,
         b.topo
             .tcp_ext(Node::Box, "TCPFastOpenActive")
-            .expect("netstat")
-            .expect("TCPFastOpenActive"),
+            .expect("netstat"),
         b.topo
             .tcp_ext(Node::Pop, "TCPFastOpenPassive")
-            .expect("netstat")
-            .expect("TCPFastOpenPassive"),
+            .expect("netstat"),
     )
 }
 

@@ -215,8 +215,7 @@ fn a_configured_rate_that_the_fast_open_flight_bears_out_is_sent_at_in_full() {
             &["ping", "-c", "1", "-W", "5", &addr::SRV.to_string()],
         )
         .expect("ping through the tunnel");
-    let squeezed =
-        || SQUEEZE_COUNTERS.map(|c| b.topo.tcp_ext(Node::Pop, c).expect("netstat").unwrap_or(0));
+    let squeezed = || SQUEEZE_COUNTERS.map(|c| b.topo.tcp_ext(Node::Pop, c).expect("netstat"));
     let squeezed0 = squeezed();
     let (mut dump, pcap) = capture(&b.topo, 5541);
     // Client-first, as a web answer: the request crosses with the box's SYN. The flow's record

@@ -146,11 +146,14 @@ impl Topology {
         self.run_ok(node, &["sh", "-c", script])
     }
 
-    /// `node`'s `TcpExt` counter `name` (`/proc/net/netstat` is per namespace); `None` if this
+    /// `node`'s `TcpExt` counter `name` (`/proc/net/netstat` is per namespace); an error if this
     /// kernel has no such counter.
-    pub fn tcp_ext(&self, node: Node, name: &str) -> Result<Option<u64>, TopoError> {
+    pub fn tcp_ext(&self, node: Node, name: &str) -> Result<u64, TopoError> {
         let text = self.run_ok(node, &["cat", "/proc/net/netstat"])?;
-        Ok(netstat::tcp_ext(&text, name))
+        netstat::tcp_ext(&text, name).ok_or_else(|| TopoError::NoCounter {
+            node,
+            name: name.into(),
+        })
     }
 
     /// Starts a long-running process inside `node`; its output goes to `tmpdir/<label>.log`.

@@ -21,6 +21,8 @@ pub enum TopoError {
     },
     #[error("node {0:?} is not part of this topology")]
     NoSuchNode(Node),
+    #[error("no TcpExt counter {name} in {node:?}'s /proc/net/netstat")]
+    NoCounter { node: Node, name: String },
 }
 
 /// The hosts of the standard topology.
